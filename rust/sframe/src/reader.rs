@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where section bytes come from, and a small read-ahead window over them.
+
+use crate::Error;
+
+/// Where section bytes come from: a host slice, a kernel buffer, or
+/// fault-safe copies from user memory.
+///
+/// The decoder never keeps a reference into the section: it copies the bytes
+/// it needs into small stack buffers and checks them after the copy. A reader
+/// over user memory may therefore return different bytes on two reads of the
+/// same offset (another thread may rewrite the mapping); the decoder never
+/// relies on two reads agreeing, it only checks what it has copied.
+pub trait Reader {
+    /// Copy `buf.len()` bytes starting at byte `offset` of the section into
+    /// `buf`.
+    ///
+    /// Returns `Err(Error::Read)` if the bytes cannot be read (e.g. a user page
+    /// fault, or a range outside the underlying buffer). The decoder only asks
+    /// for ranges inside the section length given to
+    /// [`Section::new`](crate::Section::new).
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error>;
+}
+
+/// A section held in memory (host tools, tests, or a kernel copy).
+impl Reader for &[u8] {
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
+        let start = usize::try_from(offset).map_err(|_| Error::Read)?;
+        let end = start.checked_add(buf.len()).ok_or(Error::Read)?;
+        let src = self.get(start..end).ok_or(Error::Read)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// Lets a caller keep ownership of its reader (e.g. to count reads).
+impl<R: Reader + ?Sized> Reader for &mut R {
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
+        (**self).read(offset, buf)
+    }
+}
+
+/// Size of the read-ahead window used when walking FREs. One window holds the
+/// V3 attribute record and the first few FREs of a typical function, so a
+/// lookup usually costs one read for the FREs.
+pub(crate) const WINDOW: usize = 64;
+
+/// A read-ahead copy of up to [`WINDOW`] bytes of the section.
+///
+/// Bytes are only ever served from the copy, so each byte handed to the
+/// decoder was read exactly once per refill and is checked after copying.
+pub(crate) struct Window {
+    base: u32,
+    len: usize,
+    buf: [u8; WINDOW],
+}
+
+impl Window {
+    pub(crate) const fn new() -> Self {
+        Window {
+            base: 0,
+            len: 0,
+            buf: [0; WINDOW],
+        }
+    }
+
+    /// Return `n` (at most [`WINDOW`]) bytes at section offset `off`,
+    /// refilling the window from `reader` if needed. The range must end at
+    /// or before `limit`, else `past_end` is returned.
+    pub(crate) fn get<R: Reader + ?Sized>(
+        &mut self,
+        reader: &mut R,
+        off: u32,
+        n: usize,
+        limit: u32,
+        past_end: Error,
+    ) -> Result<&[u8], Error> {
+        let n32 = u32::try_from(n).map_err(|_| past_end)?;
+        let end = off.checked_add(n32).ok_or(past_end)?;
+        if end > limit {
+            return Err(past_end);
+        }
+        let cached_end = usize::try_from(self.base)
+            .ok()
+            .and_then(|b| b.checked_add(self.len));
+        let end_usize = usize::try_from(end).map_err(|_| past_end)?;
+        let hit = off >= self.base && cached_end.is_some_and(|ce| end_usize <= ce);
+        if !hit {
+            // limit >= end > off here, so the subtraction cannot wrap.
+            let avail = usize::try_from(limit.saturating_sub(off)).unwrap_or(WINDOW);
+            let want = avail.min(WINDOW);
+            self.len = 0;
+            let dst = self.buf.get_mut(..want).ok_or(past_end)?;
+            reader.read(off, dst)?;
+            self.base = off;
+            self.len = want;
+        }
+        let rel = usize::try_from(off.saturating_sub(self.base)).map_err(|_| past_end)?;
+        let rel_end = rel.checked_add(n).ok_or(past_end)?;
+        self.buf
+            .get(rel..rel_end)
+            .filter(|_| rel_end <= self.len)
+            .ok_or(past_end)
+    }
+}
+
+/// Read a little-endian unsigned integer of 1, 2 or 4 bytes.
+pub(crate) fn le_u32(b: &[u8]) -> Option<u32> {
+    match *b {
+        [a] => Some(u32::from(a)),
+        [a, c] => Some(u32::from(u16::from_le_bytes([a, c]))),
+        [a, c, d, e] => Some(u32::from_le_bytes([a, c, d, e])),
+        _ => None,
+    }
+}
+
+/// Read a little-endian signed integer of 1, 2 or 4 bytes, sign-extended.
+pub(crate) fn le_i32(b: &[u8]) -> Option<i32> {
+    match *b {
+        [a] => Some(i32::from(i8::from_le_bytes([a]))),
+        [a, c] => Some(i32::from(i16::from_le_bytes([a, c]))),
+        [a, c, d, e] => Some(i32::from_le_bytes([a, c, d, e])),
+        _ => None,
+    }
+}
+
+/// Little-endian u32 at byte `off` of `b`.
+pub(crate) fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off.checked_add(4)?)?;
+    le_u32(s)
+}
+
+/// Little-endian u16 at byte `off` of `b`.
+pub(crate) fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    match *b.get(off..off.checked_add(2)?)? {
+        [a, c] => Some(u16::from_le_bytes([a, c])),
+        _ => None,
+    }
+}
+
+/// Little-endian i32 at byte `off` of `b`.
+pub(crate) fn i32_at(b: &[u8], off: usize) -> Option<i32> {
+    let s = b.get(off..off.checked_add(4)?)?;
+    le_i32(s)
+}
+
+/// Little-endian i64 at byte `off` of `b`.
+pub(crate) fn i64_at(b: &[u8], off: usize) -> Option<i64> {
+    match *b.get(off..off.checked_add(8)?)? {
+        [a, c, d, e, f, g, h, i] => Some(i64::from_le_bytes([a, c, d, e, f, g, h, i])),
+        _ => None,
+    }
+}
+
+/// Byte at `off` of `b`.
+pub(crate) fn u8_at(b: &[u8], off: usize) -> Option<u8> {
+    b.get(off).copied()
+}

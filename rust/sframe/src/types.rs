@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The decoded view of an SFrame section: header, function descriptors,
+//! frame row entries and the recovery rules they describe.
+
+use crate::reader::{le_i32, le_u32};
+use crate::Error;
+
+/// SFrame magic number, as read in the section's own (little) endianness.
+pub const MAGIC: u16 = 0xdee2;
+/// Size in bytes of the fixed SFrame header (all versions).
+pub const HEADER_SIZE: u32 = 28;
+/// Upper bound on the FREs of one function. V3 stores the count in 16 bits;
+/// V1/V2 sections are held to the same bound so that one lookup scans at
+/// most this many FREs whatever the version.
+pub const MAX_FRES_PER_FDE: u32 = 0xffff;
+/// Most data words one FRE may carry (a flexible FRE: CFA, RA and FP as
+/// control word + offset pairs).
+pub const MAX_DATA_WORDS: usize = 6;
+
+/// Header flag: function descriptors are sorted by start address.
+pub const F_FDE_SORTED: u8 = 0x1;
+/// Header flag (V1/V2 only): all functions keep a frame pointer.
+pub const F_FRAME_POINTER: u8 = 0x2;
+/// Header flag: function start offsets are relative to the start-offset
+/// field itself rather than to the start of the section.
+pub const F_FDE_FUNC_START_PCREL: u8 = 0x4;
+
+/// SFrame format version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Version {
+    /// Version 1 (binutils 2.40): 17-byte FDEs, no repetition block size.
+    V1,
+    /// Version 2 (binutils 2.41 to 2.45): 20-byte FDEs.
+    V2,
+    /// Version 3 (binutils 2.46 and later): 16-byte FDE index entries and a
+    /// 5-byte attribute record ahead of each function's FREs.
+    V3,
+}
+
+impl Version {
+    /// The version number as stored in the preamble.
+    pub fn number(self) -> u8 {
+        match self {
+            Version::V1 => 1,
+            Version::V2 => 2,
+            Version::V3 => 3,
+        }
+    }
+
+    /// Size in bytes of one entry of the FDE array.
+    pub fn fde_size(self) -> u32 {
+        match self {
+            Version::V1 => 17,
+            Version::V2 => 20,
+            Version::V3 => 16,
+        }
+    }
+
+    /// Flags this version defines.
+    pub fn known_flags(self) -> u8 {
+        match self {
+            Version::V1 => F_FDE_SORTED | F_FRAME_POINTER,
+            Version::V2 => F_FDE_SORTED | F_FRAME_POINTER | F_FDE_FUNC_START_PCREL,
+            Version::V3 => F_FDE_SORTED | F_FDE_FUNC_START_PCREL,
+        }
+    }
+}
+
+/// ABI/arch of the section. The ABI is data: it supplies the DWARF numbers of
+/// the stack and frame pointer registers; fixed CFA offsets come from the
+/// header, not from code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abi {
+    /// `SFRAME_ABI_AARCH64_ENDIAN_LITTLE` (2).
+    Aarch64LittleEndian,
+    /// `SFRAME_ABI_AMD64_ENDIAN_LITTLE` (3).
+    Amd64,
+}
+
+impl Abi {
+    /// Decode the ABI/arch byte of the header.
+    pub fn from_raw(raw: u8) -> Result<Abi, Error> {
+        match raw {
+            2 => Ok(Abi::Aarch64LittleEndian),
+            3 => Ok(Abi::Amd64),
+            1 | 4 => Err(Error::AbiEndianMismatch(raw)),
+            _ => Err(Error::UnsupportedAbi(raw)),
+        }
+    }
+
+    /// The ABI/arch byte as stored in the header.
+    pub fn raw(self) -> u8 {
+        match self {
+            Abi::Aarch64LittleEndian => 2,
+            Abi::Amd64 => 3,
+        }
+    }
+
+    /// DWARF register number of the stack pointer (rsp = 7, sp = 31).
+    pub fn sp_regnum(self) -> u16 {
+        match self {
+            Abi::Aarch64LittleEndian => 31,
+            Abi::Amd64 => 7,
+        }
+    }
+
+    /// DWARF register number of the frame pointer (rbp = 6, x29 = 29).
+    pub fn fp_regnum(self) -> u16 {
+        match self {
+            Abi::Aarch64LittleEndian => 29,
+            Abi::Amd64 => 6,
+        }
+    }
+
+    /// Name a DWARF register as a [`Base`]: the stack and frame pointers get
+    /// their own variants so that callers need no register table for them.
+    pub fn base_of(self, regnum: u16) -> Base {
+        if regnum == self.sp_regnum() {
+            Base::Sp
+        } else if regnum == self.fp_regnum() {
+            Base::Fp
+        } else {
+            Base::Reg(regnum)
+        }
+    }
+}
+
+/// The decoded SFrame header (preamble included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Format version.
+    pub version: Version,
+    /// Raw flag byte (`F_*` constants).
+    pub flags: u8,
+    /// ABI/arch.
+    pub abi: Abi,
+    /// Fixed FP offset from the CFA, 0 if FREs track FP themselves.
+    pub cfa_fixed_fp_offset: i8,
+    /// Fixed RA offset from the CFA (-8 on AMD64), 0 if FREs track RA.
+    pub cfa_fixed_ra_offset: i8,
+    /// Size of the auxiliary header that follows the fixed header.
+    pub auxhdr_len: u8,
+    /// Number of function descriptor entries.
+    pub num_fdes: u32,
+    /// Number of frame row entries in the section.
+    pub num_fres: u32,
+    /// Length in bytes of the FRE sub-section.
+    pub fre_len: u32,
+    /// Offset of the FDE array from the end of the (auxiliary) header.
+    pub fde_off: u32,
+    /// Offset of the FRE sub-section from the end of the (auxiliary) header.
+    pub fre_off: u32,
+}
+
+impl Header {
+    /// Whether the FDEs are flagged as sorted (required for lookups).
+    pub fn fde_sorted(&self) -> bool {
+        self.flags & F_FDE_SORTED != 0
+    }
+
+    /// Whether function start offsets are relative to their own field.
+    pub fn func_start_pcrel(&self) -> bool {
+        self.flags & F_FDE_FUNC_START_PCREL != 0
+    }
+
+    /// The fixed FP offset from the CFA, if the header gives one.
+    pub fn fixed_fp_offset(&self) -> Option<i32> {
+        (self.cfa_fixed_fp_offset != 0).then_some(i32::from(self.cfa_fixed_fp_offset))
+    }
+
+    /// The fixed RA offset from the CFA, if the header gives one.
+    pub fn fixed_ra_offset(&self) -> Option<i32> {
+        (self.cfa_fixed_ra_offset != 0).then_some(i32::from(self.cfa_fixed_ra_offset))
+    }
+
+    /// Size of the header including the auxiliary header.
+    pub fn size(&self) -> u32 {
+        // At most 28 + 255: cannot overflow.
+        HEADER_SIZE.saturating_add(u32::from(self.auxhdr_len))
+    }
+}
+
+/// Width of the FRE start offsets of one function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreType {
+    /// 1-byte start offsets.
+    Addr1,
+    /// 2-byte start offsets.
+    Addr2,
+    /// 4-byte start offsets.
+    Addr4,
+}
+
+impl FreType {
+    /// Decode the low 4 bits of an FDE info byte.
+    pub fn from_raw(raw: u8) -> Result<FreType, Error> {
+        match raw {
+            0 => Ok(FreType::Addr1),
+            1 => Ok(FreType::Addr2),
+            2 => Ok(FreType::Addr4),
+            _ => Err(Error::BadFreType(raw)),
+        }
+    }
+
+    /// Width in bytes of the start offset.
+    pub fn addr_size(self) -> usize {
+        match self {
+            FreType::Addr1 => 1,
+            FreType::Addr2 => 2,
+            FreType::Addr4 => 4,
+        }
+    }
+}
+
+/// How FRE start offsets are matched against a PC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PcType {
+    /// The FRE applies from `func_start + start` on (most code).
+    Inc,
+    /// The FRE applies where `(pc - func_start) % rep_size >= start`
+    /// (repeated stubs such as PLT entries).
+    Mask,
+}
+
+/// How the data words of a function's FREs are interpreted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FdeType {
+    /// Offsets: CFA = SP/FP + off; RA and FP saved at CFA + off.
+    Default,
+    /// V3 flexible FDE: (control word, offset) pairs for CFA, RA and FP.
+    Flex,
+}
+
+/// A function descriptor entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fde {
+    /// Index of the FDE in the section.
+    pub index: u32,
+    /// Absolute start address of the function.
+    pub func_start: u64,
+    /// Size of the function in bytes.
+    pub func_size: u32,
+    /// Offset of the function's first FRE from the start of the FRE
+    /// sub-section (in V3, just past the attribute record).
+    pub fres_off: u32,
+    /// Number of FREs of the function.
+    pub num_fres: u32,
+    /// Width of FRE start offsets.
+    pub fre_type: FreType,
+    /// PC matching rule.
+    pub pc_type: PcType,
+    /// Data word interpretation.
+    pub fde_type: FdeType,
+    /// Repetition block size of a [`PcType::Mask`] FDE (0 in V1).
+    pub rep_size: u8,
+    /// V3: the function is a signal trampoline (its caller's frame is a
+    /// signal frame, so its RA must not be decremented for lookups).
+    pub signal_frame: bool,
+    /// AArch64: return addresses are signed with the B key (else A key).
+    pub pauth_key_b: bool,
+    /// Raw info byte.
+    pub info: u8,
+    /// Raw V3 info2 byte (0 before V3).
+    pub info2: u8,
+}
+
+impl Fde {
+    /// Absolute end address (exclusive). Checked when the FDE was decoded.
+    pub fn func_end(&self) -> u64 {
+        self.func_start.saturating_add(u64::from(self.func_size))
+    }
+
+    /// Whether `pc` lies inside the function.
+    pub fn contains(&self, pc: u64) -> bool {
+        pc >= self.func_start && pc < self.func_end()
+    }
+}
+
+/// A frame row entry as stored: its start offset, info byte and data words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawFre {
+    /// Start offset within the function (or within the repetition block of a
+    /// [`PcType::Mask`] FDE).
+    pub start: u32,
+    /// Raw FRE info byte.
+    pub info: u8,
+    /// Size in bytes of this FRE in the section.
+    pub size: u8,
+    count: u8,
+    word_size: u8,
+    words: [u32; MAX_DATA_WORDS],
+}
+
+impl RawFre {
+    /// Decode the info byte and data words of an FRE. `bytes` holds the data
+    /// words only.
+    pub(crate) fn new(start: u32, info: u8, size: u8, bytes: &[u8]) -> Result<RawFre, Error> {
+        let word_size = Self::word_size_of(info)?;
+        let count = Self::count_of(info);
+        let mut words = [0u32; MAX_DATA_WORDS];
+        let mut chunks = bytes.chunks_exact(usize::from(word_size));
+        for w in words.iter_mut().take(usize::from(count)) {
+            let c = chunks.next().ok_or(Error::FreDataPastEnd)?;
+            *w = le_u32(c).ok_or(Error::FreDataPastEnd)?;
+        }
+        Ok(RawFre {
+            start,
+            info,
+            size,
+            count,
+            word_size,
+            words,
+        })
+    }
+
+    /// Bytes taken by the data words of an FRE with this info byte.
+    pub(crate) fn data_len(info: u8) -> Result<usize, Error> {
+        let count = usize::from(Self::count_of(info));
+        if count > MAX_DATA_WORDS {
+            return Err(Error::BadDataWordCount);
+        }
+        count
+            .checked_mul(usize::from(Self::word_size_of(info)?))
+            .ok_or(Error::BadDataWordCount)
+    }
+
+    fn count_of(info: u8) -> u8 {
+        (info & 0x1e) / 2
+    }
+
+    fn word_size_of(info: u8) -> Result<u8, Error> {
+        match (info & 0x60) / 0x20 {
+            0 => Ok(1),
+            1 => Ok(2),
+            2 => Ok(4),
+            _ => Err(Error::BadDataWordSize),
+        }
+    }
+
+    /// CFA base bit of a default FRE: true for SP, false for FP.
+    pub fn cfa_base_is_sp(&self) -> bool {
+        self.info & 1 != 0
+    }
+
+    /// AArch64: the return address is signed (mangled) in this row.
+    pub fn ra_mangled(&self) -> bool {
+        self.info & 0x80 != 0
+    }
+
+    /// Number of data words.
+    pub fn count(&self) -> usize {
+        usize::from(self.count)
+    }
+
+    /// Size in bytes of each data word (1, 2 or 4).
+    pub fn word_size(&self) -> u8 {
+        self.word_size
+    }
+
+    /// Data word `i` as an unsigned value (control words).
+    pub fn uword(&self, i: usize) -> Option<u32> {
+        if i >= self.count() {
+            return None;
+        }
+        self.words.get(i).copied()
+    }
+
+    /// Data word `i` sign-extended (offsets).
+    pub fn word(&self, i: usize) -> Option<i32> {
+        let w = self.uword(i)?;
+        let b = w.to_le_bytes();
+        le_i32(b.get(..usize::from(self.word_size))?)
+    }
+}
+
+/// A register the unwinder reads: the stack pointer, the frame pointer, or
+/// another register by DWARF number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    /// The stack pointer.
+    Sp,
+    /// The frame pointer.
+    Fp,
+    /// Another register, by DWARF number (flexible FDEs only).
+    Reg(u16),
+}
+
+/// How to compute the Canonical Frame Address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CfaRule {
+    /// Register the CFA is computed from.
+    pub base: Base,
+    /// Offset added to the register.
+    pub offset: i32,
+    /// If set, CFA = *(base + offset) (a realigned stack / DRAP); otherwise
+    /// CFA = base + offset.
+    pub deref: bool,
+}
+
+/// How to recover the caller's value of a register (RA or FP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegRule {
+    /// Not saved: the register still holds the caller's value (e.g. FP not
+    /// yet pushed, or AArch64 RA still in the link register).
+    SameValue,
+    /// Saved on the stack: value = *(CFA + offset).
+    CfaOffset(i32),
+    /// No caller: this is the outermost frame.
+    Undefined,
+    /// Flexible FDE rule: value = base + offset, or *(base + offset) if
+    /// `deref` is set.
+    Reg {
+        /// Register the value is computed from.
+        base: Base,
+        /// Offset added to the register.
+        offset: i32,
+        /// Whether to load from the computed address.
+        deref: bool,
+    },
+}
+
+/// The unwind rule for one PC: what [`Section::find`](crate::Section::find)
+/// returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// How to compute the CFA. Meaningless when `outermost` is set.
+    pub cfa: CfaRule,
+    /// How to recover the return address.
+    pub ra: RegRule,
+    /// How to recover the caller's frame pointer.
+    pub fp: RegRule,
+    /// The function is a signal trampoline (V3 FDE attribute).
+    pub signal_frame: bool,
+    /// This is the outermost frame: there is no caller (RA undefined).
+    pub outermost: bool,
+    /// AArch64: the return address is signed in this row.
+    pub ra_mangled: bool,
+    /// Absolute start address of the function.
+    pub func_start: u64,
+    /// Size of the function in bytes.
+    pub func_size: u32,
+    /// Start offset of the matching FRE (within the function, or within the
+    /// repetition block of a PC-mask FDE).
+    pub fre_start: u32,
+}
+
+/// Control word of a flexible FRE.
+struct Ctrl {
+    reg_p: bool,
+    deref: bool,
+    regnum: u16,
+}
+
+impl Ctrl {
+    fn decode(w: u32) -> Result<Ctrl, Error> {
+        if w & 0x4 != 0 {
+            return Err(Error::BadControlWord);
+        }
+        let regnum = u16::try_from(w / 8).map_err(|_| Error::RegisterTooLarge)?;
+        Ok(Ctrl {
+            reg_p: w & 1 != 0,
+            deref: w & 2 != 0,
+            regnum,
+        })
+    }
+
+    fn rule(&self, abi: Abi, offset: i32) -> Result<RegRule, Error> {
+        if self.reg_p {
+            Ok(RegRule::Reg {
+                base: abi.base_of(self.regnum),
+                offset,
+                deref: self.deref,
+            })
+        } else if self.deref || self.regnum != 0 {
+            // reg_p = 0 means "saved at CFA + offset"; no other bits defined.
+            Err(Error::BadControlWord)
+        } else {
+            Ok(RegRule::CfaOffset(offset))
+        }
+    }
+}
+
+/// Rule for a register the FRE does not describe: the header's fixed offset
+/// if there is one, else "not saved".
+fn untracked(fixed: Option<i32>) -> RegRule {
+    match fixed {
+        Some(off) => RegRule::CfaOffset(off),
+        None => RegRule::SameValue,
+    }
+}
+
+/// Turn an FRE of `fde` into a row, applying the header's fixed offsets and
+/// the ABI's register numbers.
+pub(crate) fn decode_row(hdr: &Header, fde: &Fde, fre: &RawFre) -> Result<Row, Error> {
+    let mut row = Row {
+        cfa: CfaRule {
+            base: Base::Sp,
+            offset: 0,
+            deref: false,
+        },
+        ra: RegRule::Undefined,
+        fp: RegRule::SameValue,
+        signal_frame: fde.signal_frame,
+        outermost: false,
+        ra_mangled: fre.ra_mangled(),
+        func_start: fde.func_start,
+        func_size: fde.func_size,
+        fre_start: fre.start,
+    };
+    let count = fre.count();
+    if count == 0 {
+        // V2 and V3: an FRE without data words marks the outermost frame.
+        if hdr.version == Version::V1 {
+            return Err(Error::BadDataWordCount);
+        }
+        row.outermost = true;
+        return Ok(row);
+    }
+    let w = |i: usize| fre.word(i).ok_or(Error::BadDataWordCount);
+    let uw = |i: usize| fre.uword(i).ok_or(Error::BadDataWordCount);
+    let used = match fde.fde_type {
+        FdeType::Default => {
+            row.cfa = CfaRule {
+                base: if fre.cfa_base_is_sp() {
+                    Base::Sp
+                } else {
+                    Base::Fp
+                },
+                offset: w(0)?,
+                deref: false,
+            };
+            let mut i = 1;
+            row.ra = match hdr.fixed_ra_offset() {
+                Some(off) => RegRule::CfaOffset(off),
+                None if count > i => {
+                    let off = w(i)?;
+                    i = 2;
+                    // An RA offset of 0 is padding: FP saved, RA not.
+                    if off == 0 {
+                        RegRule::SameValue
+                    } else {
+                        RegRule::CfaOffset(off)
+                    }
+                }
+                None => RegRule::SameValue,
+            };
+            row.fp = match hdr.fixed_fp_offset() {
+                Some(off) => RegRule::CfaOffset(off),
+                None if count > i => {
+                    let off = w(i)?;
+                    i = i.saturating_add(1);
+                    RegRule::CfaOffset(off)
+                }
+                None => RegRule::SameValue,
+            };
+            i
+        }
+        FdeType::Flex => {
+            let cfa = Ctrl::decode(uw(0)?)?;
+            if !cfa.reg_p {
+                return Err(Error::BadCfaBase);
+            }
+            row.cfa = CfaRule {
+                base: hdr.abi.base_of(cfa.regnum),
+                offset: w(1)?,
+                deref: cfa.deref,
+            };
+            let mut i = 2;
+            row.ra = untracked(hdr.fixed_ra_offset());
+            let mut padded = false;
+            if count > 2 {
+                let ctl = uw(2)?;
+                if ctl == 0 {
+                    // Padding: RA not described, FP follows.
+                    padded = true;
+                    i = 3;
+                } else {
+                    row.ra = Ctrl::decode(ctl)?.rule(hdr.abi, w(3)?)?;
+                    i = 4;
+                }
+            }
+            row.fp = untracked(hdr.fixed_fp_offset());
+            if count > i {
+                let ctl = Ctrl::decode(uw(i)?)?;
+                row.fp = ctl.rule(hdr.abi, w(i.saturating_add(1))?)?;
+                i = i.saturating_add(2);
+            } else if padded {
+                // Trailing padding is not a defined encoding.
+                return Err(Error::BadDataWordCount);
+            }
+            i
+        }
+    };
+    if used != count {
+        return Err(Error::BadDataWordCount);
+    }
+    Ok(row)
+}
