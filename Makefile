@@ -1,0 +1,87 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Driver for the SFrame user-space unwinder series on Linux 7.2.
+#
+#   make check    install what is missing, build, boot under QEMU, run every test
+#   make demo     boot and profile the bundled workload
+#   make kernel   build bzImage only
+#   make boot     interactive shell in the guest
+#   make series   write the git format-patch series against pristine 7.2
+#
+# Build products live outside the repository, in $(KBUILD_DIR).
+
+KBUILD_DIR ?= $(HOME)/.cache/unwind-user
+SRC        := $(KBUILD_DIR)/src
+OUT        := $(KBUILD_DIR)/build
+GUEST      := $(KBUILD_DIR)/guest
+SERIES_DIR ?= $(KBUILD_DIR)/series
+REPO       := $(CURDIR)
+JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
+# Seconds a guest may run before it counts as hung.
+BOOT_TIMEOUT ?= 900
+
+# Debian's rustc-web carries the library source the kernel build needs; the
+# rustup toolchain first in PATH does not.
+KMAKE := $(MAKE) -C $(SRC) O=$(OUT) -j$(JOBS) \
+	RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc \
+	BINDGEN=$(HOME)/.cargo/bin/bindgen
+
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: check demo kernel boot series deps source apply config \
+	host-test selftests initramfs clean-build
+
+deps:
+	@harness/install-deps.sh
+
+source: deps
+	@harness/fetch-kernel.sh $(SRC)
+
+apply: source
+	@echo "apply: $$(cat $(SRC)/.debian-version) + $$(grep -c '^Subject:' patches/series) patches -> $$(harness/apply.py $(REPO) $(SRC))"
+
+# tinyconfig plus our fragment; regenerated only when the fragment or a
+# Kconfig file changes, so that an edit to a .rs file rebuilds only that.
+$(OUT)/.config: kernel/configs/unwind_user.config $(wildcard kernel/unwind_user/Kconfig) | apply
+	mkdir -p $(OUT)
+	$(KMAKE) tinyconfig unwind_user.config >$(OUT)/config.log 2>&1 || \
+		{ cat $(OUT)/config.log; exit 1; }
+	harness/check-config.sh $(OUT)/.config kernel/configs/unwind_user.config
+
+config: apply $(OUT)/.config
+
+kernel: config
+	$(KMAKE) bzImage
+	@echo "kernel: $(OUT)/arch/x86/boot/bzImage"
+
+host-test:
+	cd rust/sframe && cargo test --release 2>&1 | tee $(KBUILD_DIR)/host-test.log
+
+selftests: config
+	$(KMAKE) headers_install INSTALL_HDR_PATH=$(OUT)/usr >/dev/null
+	$(MAKE) -C tools/testing/selftests/unwind_user \
+		OUTPUT=$(GUEST)/selftests KHDR_INCLUDES=-I$(OUT)/usr/include
+
+initramfs: selftests
+	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz
+
+check: kernel initramfs series
+	@harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
+
+demo: kernel initramfs
+	@harness/run-guest.sh $(OUT)/arch/x86/boot/bzImage $(GUEST)/initramfs.cpio.gz \
+		$(GUEST)/demo demo $(BOOT_TIMEOUT)
+	@grep -q 'unwind_user: SFrame unwinder' $(GUEST)/demo/console.log && \
+		grep 'unwind_user:' $(GUEST)/demo/console.log
+
+boot: kernel initramfs
+	harness/run-guest.sh $(OUT)/arch/x86/boot/bzImage $(GUEST)/initramfs.cpio.gz \
+		$(GUEST)/boot shell 0
+
+series: apply
+	@rm -rf $(SERIES_DIR)
+	@git -C $(SRC) format-patch -q --no-signature -o $(SERIES_DIR) pristine..HEAD
+	@echo "series: $$(ls $(SERIES_DIR) | wc -l) patches in $(SERIES_DIR)"
+
+clean-build:
+	rm -rf $(OUT) $(GUEST) $(SERIES_DIR)

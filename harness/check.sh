@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: host tests, series checks, one guest boot with KUnit and the
+# kselftests, then one summary over all suites.
+#
+# Usage: check.sh REPO KBUILD_DIR BOOT_TIMEOUT
+set -uo pipefail
+REPO=$1 KB=$2 TIMEOUT=$3
+SRC=$KB/src OUT=$KB/build GUEST=$KB/guest LOGS=$KB/check
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+
+echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
+
+# 1. Host: the decoder's cargo tests (oracle corpus, hostile input, properties).
+(cd "$REPO/rust/sframe" && cargo test --release 2>&1) >"$LOGS/host-test.log"
+
+# 2. The series: it must `git am` onto the pristine tree and give exactly the
+#    tree we built; checkpatch --strict must find no error in it.
+{
+	wt=$KB/am-check
+	if [ ! -d "$wt" ]; then
+		git -C "$SRC" worktree add -q --detach "$wt" pristine
+	fi
+	git -C "$wt" am --abort >/dev/null 2>&1
+	git -C "$wt" checkout -q -f --detach pristine && git -C "$wt" clean -qfdx
+	if git -C "$wt" am -q "$KB"/series/*.patch; then
+		if [ "$(git -C "$wt" rev-parse HEAD^{tree})" = "$(git -C "$SRC" rev-parse HEAD^{tree})" ]; then
+			echo "ok git-am: series applies to pristine and gives the built tree"
+		else
+			echo "not ok git-am: series applies but the tree differs from the built one"
+		fi
+	else
+		echo "not ok git-am: series does not apply to pristine"
+		git -C "$wt" am --abort >/dev/null 2>&1
+	fi
+	for p in "$KB"/series/*.patch; do
+		n=$(basename "$p")
+		if "$SRC/scripts/checkpatch.pl" --strict --no-tree -q --terse \
+			--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG "$p" >"$LOGS/checkpatch-$n.log" 2>&1; then
+			echo "ok checkpatch $n"
+		elif grep -q ': ERROR:' "$LOGS/checkpatch-$n.log"; then
+			echo "not ok checkpatch $n"
+			sed 's/^/#   /' "$LOGS/checkpatch-$n.log"
+		else
+			echo "ok checkpatch $n # $(grep -c ': \(WARNING\|CHECK\):' "$LOGS/checkpatch-$n.log") warnings"
+		fi
+	done
+} >"$LOGS/series.log" 2>&1
+
+# 3. Boot: KUnit runs at boot (console), the kselftests from /init (results).
+"$REPO/harness/run-guest.sh" "$OUT/arch/x86/boot/bzImage" "$GUEST/initramfs.cpio.gz" \
+	"$LOGS/guest" test "$TIMEOUT"
+echo $? >"$LOGS/guest/rc"
+
+# 4. One summary.
+python3 "$REPO/harness/results.py" "$LOGS"

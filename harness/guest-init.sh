@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# /init of the test guest.  The kernel console is ttyS0; everything the
+# tests print goes to ttyS1, which the host keeps in results.log.
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/selftests
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tmpfs tmpfs /tmp
+mode=$(sed -n 's/.*harness=\([a-z]*\).*/\1/p' /proc/cmdline)
+out=/dev/ttyS1
+
+run_selftests() {
+	for t in $(cat /selftests/list); do
+		echo "### selftest $t"
+		# Each test binary is bounded; a hang shows as exit 124.
+		timeout 300 /selftests/$t 2>&1
+		echo "### exit $t $?"
+	done
+}
+
+case "$mode" in
+probe)
+	echo "guest: probe ok" >$out
+	;;
+shell)
+	echo "guest: shell; tests are in /selftests; 'poweroff -f' to leave"
+	setsid cttyhack sh
+	;;
+test)
+	{
+		echo "guest: start $(uname -r)"
+		run_selftests
+		if [ -e /sys/kernel/debug/kmemleak ]; then
+			echo scan >/sys/kernel/debug/kmemleak
+			echo "### kmemleak"
+			cat /sys/kernel/debug/kmemleak
+			echo "### kmemleak end"
+		fi
+		echo "guest: done"
+	} >$out 2>&1
+	;;
+demo)
+	{
+		if [ -x /selftests/demo.sh ]; then
+			/selftests/demo.sh
+		fi
+		echo "guest: done"
+	} >$out 2>&1
+	;;
+esac
+sync
+poweroff -f

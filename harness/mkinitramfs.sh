@@ -1,0 +1,21 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the guest's initramfs: busybox, our /init and the selftest binaries
+# (static, so the guest needs no libraries of its own).
+#
+# Usage: mkinitramfs.sh GUEST_DIR OUTPUT
+set -euo pipefail
+GUEST=$1 OUTFILE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$GUEST/rootfs
+rm -rf "$ROOT"
+mkdir -p "$ROOT"/{bin,sbin,usr/bin,proc,sys,dev,tmp,selftests}
+cp /bin/busybox "$ROOT/bin/busybox"
+cp "$HERE/guest-init.sh" "$ROOT/init"
+chmod 755 "$ROOT/init"
+if [ -d "$GUEST/selftests" ]; then
+	cp -a "$GUEST/selftests/." "$ROOT/selftests/"
+fi
+(cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$OUTFILE"
+echo "initramfs: $OUTFILE ($(du -h "$OUTFILE" | cut -f1))"

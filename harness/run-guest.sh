@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the test kernel under QEMU with our initramfs.
+#
+# Usage: run-guest.sh BZIMAGE INITRAMFS OUTDIR MODE TIMEOUT
+#   MODE is passed to the guest's /init (harness=MODE): test, demo, probe or
+#   shell.  ttyS0 (the kernel console) goes to OUTDIR/console.log, ttyS1 (what
+#   the tests print) to OUTDIR/results.log; in shell mode ttyS0 is this
+#   terminal.  TIMEOUT bounds the whole boot; 0 means no bound (shell).
+#   Exit status: 0 if the guest powered off by itself, 124 on timeout.
+set -euo pipefail
+
+BZ=$1 INITRD=$2 OUT=$3 MODE=$4 TIMEOUT=$5
+mkdir -p "$OUT"
+PROBE_CACHE=$(dirname "$OUT")/kvm-probe
+
+# KVM works on some machines and hangs on others (nested virtualisation):
+# probe once per machine with a short timeout, remember the answer.
+accel() {
+	if [ ! -f "$PROBE_CACHE" ]; then
+		local r=tcg
+		if [ -w /dev/kvm ]; then
+			local d
+			d=$(mktemp -d)
+			timeout 45 qemu-system-x86_64 -enable-kvm -cpu host -m 512M \
+				-nographic -no-reboot -kernel "$BZ" -initrd "$INITRD" \
+				-append "console=ttyS0 panic=-1 harness=probe" \
+				-serial "file:$d/c" -serial "file:$d/r" -monitor none \
+				>/dev/null 2>&1 || true
+			grep -q 'guest: probe ok' "$d/r" 2>/dev/null && r=kvm
+			rm -rf "$d"
+		fi
+		echo "$r" >"$PROBE_CACHE"
+	fi
+	cat "$PROBE_CACHE"
+}
+
+ACCEL=$(accel)
+if [ "$ACCEL" = kvm ]; then
+	QACCEL=(-enable-kvm -cpu host)
+else
+	QACCEL=(-accel tcg -cpu max)
+fi
+echo "run-guest: $MODE, $ACCEL, timeout ${TIMEOUT}s, logs in $OUT" >&2
+echo "$ACCEL" >"$OUT/accel"
+
+CMDLINE="console=ttyS0 panic=-1 oops=panic harness=$MODE loglevel=7"
+QEMU=(qemu-system-x86_64 "${QACCEL[@]}" -m 2G -smp 2 -nographic -no-reboot
+	-kernel "$BZ" -initrd "$INITRD" -monitor none)
+
+if [ "$MODE" = shell ]; then
+	exec "${QEMU[@]}" -append "$CMDLINE" -serial mon:stdio -serial "file:$OUT/results.log"
+fi
+
+rm -f "$OUT/console.log" "$OUT/results.log"
+rc=0
+timeout --foreground -k 10 "$TIMEOUT" "${QEMU[@]}" -append "$CMDLINE" \
+	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
+	</dev/null >"$OUT/qemu.log" 2>&1 || rc=$?
+exit $rc

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SFrame user-space unwinder: the C side's view of kernel/unwind_user/,
+ * which is written in Rust.
+ */
+#ifndef _LINUX_UNWIND_USER_SFRAME_H
+#define _LINUX_UNWIND_USER_SFRAME_H
+
+#include <linux/types.h>
+
+struct mm_struct;
+struct unwind_user_state;
+struct unwind_user_frame;
+
+#ifdef CONFIG_USERSPACE_UNWINDER_SFRAME
+
+int unwind_user_sframe_next(struct unwind_user_state *state,
+			    struct unwind_user_frame *frame);
+int sframe_add_section(unsigned long sframe_start, unsigned long sframe_end,
+		       unsigned long text_start, unsigned long text_end);
+int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
+void sframe_mm_free(struct mm_struct *mm);
+void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
+		     unsigned long end);
+long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
+		  unsigned long arg5);
+
+#else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
+
+static inline int unwind_user_sframe_next(struct unwind_user_state *state,
+					  struct unwind_user_frame *frame)
+{
+	return -ENOENT;
+}
+static inline int sframe_add_section(unsigned long sframe_start,
+				     unsigned long sframe_end,
+				     unsigned long text_start,
+				     unsigned long text_end)
+{
+	return -EOPNOTSUPP;
+}
+static inline int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm)
+{
+	return 0;
+}
+static inline void sframe_mm_free(struct mm_struct *mm) {}
+static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
+				   unsigned long end) {}
+static inline long sframe_prctl(unsigned long op, unsigned long arg3,
+				unsigned long arg4, unsigned long arg5)
+{
+	return -EINVAL;
+}
+
+#endif /* CONFIG_USERSPACE_UNWINDER_SFRAME */
+
+#endif /* _LINUX_UNWIND_USER_SFRAME_H */

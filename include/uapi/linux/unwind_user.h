@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * User ABI of the SFrame user-space unwinder: registration of .sframe
+ * sections for code the kernel did not map at exec (dlopen'ed libraries,
+ * JIT code windows), through prctl(PR_UNWIND_USER, op, ...).
+ *
+ * See Documentation/userspace-api/unwind_user.rst.
+ */
+#ifndef _UAPI_LINUX_UNWIND_USER_H
+#define _UAPI_LINUX_UNWIND_USER_H
+
+#include <linux/types.h>
+
+/* Operations of prctl(PR_UNWIND_USER) (<linux/prctl.h>), its second argument. */
+/*
+ * prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
+ *       struct unwind_user_sframe *sec, size_t size, 0)
+ */
+#define UNWIND_USER_SFRAME_REGISTER	1
+/* prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, text_start, 0, 0) */
+#define UNWIND_USER_SFRAME_UNREGISTER	2
+/*
+ * prctl(PR_UNWIND_USER, UNWIND_USER_QUERY,
+ *       struct unwind_user_info *info, size_t size, 0)
+ */
+#define UNWIND_USER_QUERY		3
+
+/**
+ * struct unwind_user_sframe - one .sframe section and the text it describes
+ * @text_start:   first byte of the code the section describes; the key of
+ *                the registration
+ * @text_size:    size of that code in bytes
+ * @sframe_start: address of the .sframe section in this process
+ * @sframe_size:  size of the section in bytes
+ * @flags:        must be 0
+ *
+ * Size-versioned: pass sizeof() as prctl's fourth argument.  A later kernel
+ * may append fields; bytes past the fields a kernel knows must be zero.
+ */
+struct unwind_user_sframe {
+	__u64 text_start;
+	__u64 text_size;
+	__u64 sframe_start;
+	__u64 sframe_size;
+	__u64 flags;
+};
+
+#define UNWIND_USER_SFRAME_SIZE_VER0	40
+
+/**
+ * struct unwind_user_info - state of this process's unwinder
+ * @nr_sections:    sections registered now
+ * @unwinds:        SFrame lookups done for this address space
+ * @sframe_frames:  frames unwound with SFrame
+ * @fp_fallbacks:   frames no section covered, left to the frame-pointer rule
+ * @errors:         frames whose section turned out malformed or unreadable
+ * @dropped:        registrations removed because their section went bad
+ *
+ * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes.
+ */
+struct unwind_user_info {
+	__u64 nr_sections;
+	__u64 unwinds;
+	__u64 sframe_frames;
+	__u64 fp_fallbacks;
+	__u64 errors;
+	__u64 dropped;
+};
+
+#define UNWIND_USER_INFO_SIZE_VER0	48
+
+#endif /* _UAPI_LINUX_UNWIND_USER_H */

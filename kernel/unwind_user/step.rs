@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The SFrame unwind step: from the registered section covering an IP to
+//! the frame rule (`struct unwind_user_frame`) that `kernel/unwind/user.c`
+//! applies. This module only describes frames; the generic step in user.c
+//! reads the return address and saved frame pointer, checks that the stack
+//! grows and stays aligned, and advances.
+
+use crate::registry::{Counters, Section, SframeMm};
+use kernel::{
+    bindings,
+    error::code::{EFAULT, EINVAL, ENOENT},
+    prelude::*,
+    uaccess::{UserPtr, UserSlice},
+};
+use sframe::{Base, Error as SfError, RegRule, Row};
+
+/// Reads a section from the current task's memory with fault-safe,
+/// faultable user copies (`copy_from_user()`); for task context only.
+pub(crate) struct UserReader {
+    /// User address of the section's first byte.
+    pub(crate) base: usize,
+}
+
+impl sframe::Reader for UserReader {
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> core::result::Result<(), SfError> {
+        let addr = self
+            .base
+            .checked_add(offset as usize)
+            .ok_or(SfError::Read)?;
+        UserSlice::new(UserPtr::from_addr(addr), buf.len())
+            .reader()
+            .read_slice(buf)
+            .map_err(|_| SfError::Read)
+    }
+}
+
+/// Opens `s` for reading from user memory.
+pub(crate) fn open(s: &Section) -> core::result::Result<sframe::Section<UserReader>, SfError> {
+    sframe::Section::new(
+        UserReader {
+            base: s.sframe_start,
+        },
+        s.sframe_len,
+        s.sframe_start as u64,
+    )
+}
+
+/// What user.c should do with a frame an SFrame row describes.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// Apply this frame rule.
+    Frame(bindings::unwind_user_frame),
+    /// The row marks the outermost frame: the walk ends here, cleanly.
+    Outermost,
+}
+
+/// Translates an SFrame row into the generic step's frame rule, or `None`
+/// if the row needs more than it can express (a CFA or register rule based
+/// on a register other than SP and FP, or a dereferenced CFA): the
+/// frame-pointer rule then gets its chance.
+pub(crate) fn rule(row: &Row) -> Option<Rule> {
+    if row.outermost || row.ra == RegRule::Undefined {
+        return Some(Rule::Outermost);
+    }
+    if row.cfa.deref {
+        return None;
+    }
+    let use_fp = match row.cfa.base {
+        Base::Sp => false,
+        Base::Fp => true,
+        _ => return None,
+    };
+    let ra_off = match row.ra {
+        RegRule::CfaOffset(off) => off,
+        _ => return None,
+    };
+    let fp_off = match row.fp {
+        RegRule::CfaOffset(off) if off != 0 => off,
+        RegRule::SameValue => 0,
+        _ => return None,
+    };
+    Some(Rule::Frame(bindings::unwind_user_frame {
+        cfa_off: row.cfa.offset,
+        ra_off,
+        fp_off,
+        use_fp,
+        outermost: false,
+    }))
+}
+
+/// One SFrame step for the current task: describes the frame at
+/// `state->ip` in `frame`.
+///
+/// Returns `ENOENT` when no section covers the IP (the caller falls back to
+/// the frame-pointer rule for this frame), `EINVAL` when the row cannot be
+/// expressed or the section turned out malformed (the registration is then
+/// dropped), `EFAULT` when the section could not be read.
+pub(crate) fn next(
+    mm: &SframeMm,
+    state: &bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+) -> Result {
+    let c = &mm.counters;
+    Counters::inc(&c.unwinds);
+    // A caller's IP is a return address, which may be the first byte after
+    // the function (a call to a noreturn function): look up the call.
+    let pc = if state.topmost {
+        state.ip
+    } else {
+        state.ip.checked_sub(1).ok_or(ENOENT)?
+    };
+    let Some(section) = mm.lookup(pc) else {
+        Counters::inc(&c.fp_fallbacks);
+        return Err(ENOENT);
+    };
+    let row = open(&section).and_then(|mut s| s.find(pc as u64));
+    let row = match row {
+        Ok(row) => row,
+        Err(SfError::NotCovered) => {
+            Counters::inc(&c.fp_fallbacks);
+            return Err(ENOENT);
+        }
+        Err(e) => {
+            Counters::inc(&c.errors);
+            if e.is_malformed() {
+                mm.mark_dead(&section);
+                pr_debug!(
+                    "unwind_user: dropped section at {:#x}: {}\n",
+                    section.sframe_start,
+                    e.name()
+                );
+                return Err(EINVAL);
+            }
+            return Err(EFAULT);
+        }
+    };
+    match rule(&row) {
+        Some(Rule::Frame(f)) => {
+            Counters::inc(&c.sframe_frames);
+            *frame = f;
+            Ok(())
+        }
+        Some(Rule::Outermost) => {
+            Counters::inc(&c.sframe_frames);
+            frame.outermost = true;
+            Ok(())
+        }
+        None => {
+            Counters::inc(&c.fp_fallbacks);
+            Err(ENOENT)
+        }
+    }
+}

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! SFrame user-space unwinder.
+//!
+//! Gives `kernel/unwind/user.c` a frame producer for code that has an SFrame
+//! section: the executable and its interpreter (registered at exec by
+//! `binfmt_elf`) and whatever user space registers with
+//! `prctl(PR_UNWIND_USER)` (dlopen'ed libraries, JIT code windows).
+//!
+//! Entry points for C are the `extern "C"` functions below, declared in
+//! `include/linux/unwind_user_sframe.h`. The section bytes are untrusted and
+//! may change at any time: they are decoded by the `sframe` crate, which
+//! checks every offset, and read with fault-safe user copies.
+//!
+//! C glue: none of its own. `mmap_write_lock_killable()`/`mmap_write_unlock()`
+//! come through rust/helpers since the Rust `mm` abstraction only offers the
+//! read lock.
+
+use kernel::{
+    bindings,
+    error::code::{E2BIG, EBADMSG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM, EOPNOTSUPP},
+    ffi::{c_int, c_long, c_ulong},
+    prelude::*,
+    uaccess::{UserPtr, UserSlice},
+};
+
+mod registry;
+mod step;
+
+use registry::{Section, SframeMm, MAX_SECTION_SIZE};
+
+/// Maps a decoder error found while validating a section to an errno.
+fn validation_errno(e: &sframe::Error) -> Error {
+    match e {
+        sframe::Error::Read => EFAULT,
+        sframe::Error::UnsupportedVersion(_)
+        | sframe::Error::UnsupportedAbi(_)
+        | sframe::Error::ForeignEndian => EOPNOTSUPP,
+        _ => EBADMSG,
+    }
+}
+
+/// Says why a registration was refused, rate-limited: user space can make
+/// it happen at will.
+fn refuse(why: &str, s: &Section, err: Error) -> Error {
+    // SAFETY: `__printk_ratelimit()` takes a NUL-terminated name and only
+    // reads it.
+    if unsafe { bindings::__printk_ratelimit(c"unwind_user".as_ptr()) } != 0 {
+        pr_debug!(
+            "unwind_user: refused section {:#x}+{:#x} for text {:#x}-{:#x}: {} ({})\n",
+            s.sframe_start,
+            s.sframe_len,
+            s.text_start,
+            s.text_end,
+            why,
+            err.to_errno()
+        );
+    }
+    err
+}
+
+/// Holds the current mm's mmap write lock.
+struct MmapWriteGuard(*mut bindings::mm_struct);
+
+impl MmapWriteGuard {
+    fn lock(mm: *mut bindings::mm_struct) -> Result<Self> {
+        // SAFETY: `mm` is the current task's live mm.
+        if unsafe { bindings::mmap_write_lock_killable(mm) } != 0 {
+            return Err(EINTR);
+        }
+        Ok(MmapWriteGuard(mm))
+    }
+}
+
+impl Drop for MmapWriteGuard {
+    fn drop(&mut self) {
+        // SAFETY: Locked in `lock()`, by this task.
+        unsafe { bindings::mmap_write_unlock(self.0) };
+    }
+}
+
+/// Checks that `[start, end)` lies in one VMA that has all of `flags`.
+///
+/// # Safety
+///
+/// `mm` must be live with its mmap lock held.
+unsafe fn in_one_vma(mm: *mut bindings::mm_struct, start: usize, end: usize, flags: u64) -> bool {
+    // SAFETY: The caller holds the mmap lock of the live `mm`.
+    let vma = unsafe { bindings::vma_lookup(mm, start) };
+    if vma.is_null() {
+        return false;
+    }
+    // SAFETY: `vma` is a VMA of `mm`, stable under the mmap lock.
+    let (vm_end, vm_flags) = unsafe { ((*vma).vm_end, (*vma).__bindgen_anon_2.vm_flags) };
+    end <= vm_end && (vm_flags as u64) & flags == flags
+}
+
+/// Validates and registers a section for the current task's mm.
+fn add_section(s: Section) -> Result {
+    let mm_ref = kernel::current!().mm().ok_or(EINVAL)?;
+    let mm = mm_ref.as_raw();
+    if s.text_start >= s.text_end || s.sframe_len == 0 {
+        return Err(refuse("empty range", &s, EINVAL));
+    }
+    if s.sframe_start.checked_add(s.sframe_len as usize).is_none() {
+        return Err(refuse("section wraps", &s, EINVAL));
+    }
+
+    // Validate once, in full, before taking the mmap lock: the reads may
+    // fault, and the fault handler needs that lock. The bytes may change
+    // afterwards; every unwind checks them again.
+    let mut sec = step::open(&s).map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
+    sec.validate()
+        .map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
+
+    let _lock = MmapWriteGuard::lock(mm)?;
+    let sframe_end = s.sframe_start + s.sframe_len as usize;
+    // SAFETY: `mm` is the current mm, locked above.
+    if !unsafe { in_one_vma(mm, s.text_start, s.text_end, bindings::VM_EXEC as u64) } {
+        return Err(refuse("text is not in one executable mapping", &s, EINVAL));
+    }
+    // SAFETY: As above.
+    if !unsafe { in_one_vma(mm, s.sframe_start, sframe_end, bindings::VM_READ as u64) } {
+        return Err(refuse("section is not in one readable mapping", &s, EFAULT));
+    }
+    // SAFETY: As above.
+    let state = unsafe { SframeMm::get_or_create(mm) }?;
+    state.add(s).map_err(|e| refuse("limit or overlap", &s, e))
+}
+
+/// Registers the `.sframe` at `[sframe_start, sframe_end)` for the text at
+/// `[text_start, text_end)` of the current task; called by `binfmt_elf` at
+/// exec for the executable and its interpreter. Returns 0 or a negative
+/// errno (which the caller ignores: exec never fails for this).
+#[no_mangle]
+pub extern "C" fn sframe_add_section(
+    sframe_start: c_ulong,
+    sframe_end: c_ulong,
+    text_start: c_ulong,
+    text_end: c_ulong,
+) -> c_int {
+    let len = match sframe_end.checked_sub(sframe_start) {
+        Some(l) if l <= MAX_SECTION_SIZE => l,
+        _ => return E2BIG.to_errno(),
+    };
+    let Ok(sframe_len) = u32::try_from(len) else {
+        return E2BIG.to_errno();
+    };
+    match add_section(Section {
+        text_start,
+        text_end,
+        sframe_start,
+        sframe_len,
+    }) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Reads a size-versioned struct of `N` known bytes from `ptr`, `size`
+/// bytes long: shorter than `N` is `EINVAL`, and so is a non-zero byte
+/// past the known fields (a newer ABI this kernel does not know).
+fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong) -> Result<[u8; N]> {
+    if size < N || size > kernel::page::PAGE_SIZE {
+        return Err(EINVAL);
+    }
+    let mut r = UserSlice::new(UserPtr::from_addr(ptr), size).reader();
+    let mut buf = [0u8; N];
+    r.read_slice(&mut buf)?;
+    let mut tail = [0u8; 64];
+    while !r.is_empty() {
+        let n = r.len().min(tail.len());
+        let chunk = tail.get_mut(..n).ok_or(EINVAL)?;
+        r.read_slice(chunk)?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Err(EINVAL);
+        }
+    }
+    Ok(buf)
+}
+
+fn u64_at(buf: &[u8], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    if let Some(b) = buf.get(i * 8..i * 8 + 8) {
+        w.copy_from_slice(b);
+    }
+    u64::from_ne_bytes(w)
+}
+
+const SFRAME_SIZE_VER0: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER0 as usize;
+const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
+
+fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
+    let b = read_versioned::<SFRAME_SIZE_VER0>(ptr, size)?;
+    let (text_start, text_size, sframe_start, sframe_size, flags) =
+        (u64_at(&b, 0), u64_at(&b, 1), u64_at(&b, 2), u64_at(&b, 3), u64_at(&b, 4));
+    if flags != 0 || text_size == 0 || sframe_size == 0 {
+        return Err(EINVAL);
+    }
+    let text_end = text_start.checked_add(text_size).ok_or(EINVAL)?;
+    if sframe_start.checked_add(sframe_size).is_none() {
+        return Err(EINVAL);
+    }
+    if sframe_size > MAX_SECTION_SIZE as u64 {
+        return Err(E2BIG);
+    }
+    let s = Section {
+        text_start: usize::try_from(text_start).map_err(|_| EINVAL)?,
+        text_end: usize::try_from(text_end).map_err(|_| EINVAL)?,
+        sframe_start: usize::try_from(sframe_start).map_err(|_| EINVAL)?,
+        sframe_len: u32::try_from(sframe_size).map_err(|_| E2BIG)?,
+    };
+    add_section(s)
+}
+
+fn prctl_unregister(text_start: c_ulong) -> Result {
+    let mm = kernel::current!().mm().ok_or(EINVAL)?.as_raw();
+    let _lock = MmapWriteGuard::lock(mm)?;
+    // SAFETY: `mm` is the current mm, locked above.
+    let state = unsafe { SframeMm::get(mm) }.ok_or(ENOENT)?;
+    state.remove(text_start)
+}
+
+fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
+    if size < INFO_SIZE_VER0 || size > kernel::page::PAGE_SIZE {
+        return Err(EINVAL);
+    }
+    let mm = kernel::current!().mm().ok_or(EINVAL)?.as_raw();
+    let mut vals = [0u64; INFO_SIZE_VER0 / 8];
+    // SAFETY: `mm` is the current task's mm, live while it runs.
+    if let Some(s) = unsafe { SframeMm::get(mm) } {
+        let c = &s.counters;
+        let r = kernel::sync::atomic::Relaxed;
+        vals = [
+            s.len() as u64,
+            c.unwinds.load(r),
+            c.sframe_frames.load(r),
+            c.fp_fallbacks.load(r),
+            c.errors.load(r),
+            c.dropped.load(r),
+        ];
+    }
+    let mut out = [0u8; INFO_SIZE_VER0];
+    for (chunk, v) in out.chunks_exact_mut(8).zip(vals) {
+        chunk.copy_from_slice(&v.to_ne_bytes());
+    }
+    let n = size.min(INFO_SIZE_VER0);
+    let bytes = out.get(..n).ok_or(EINVAL)?;
+    UserSlice::new(UserPtr::from_addr(ptr), n)
+        .writer()
+        .write_slice(bytes)
+}
+
+/// `prctl(PR_UNWIND_USER, op, arg3, arg4, arg5)`.
+#[no_mangle]
+pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> c_long {
+    let r = match op as u32 {
+        bindings::UNWIND_USER_SFRAME_REGISTER if arg5 == 0 => prctl_register(arg3, arg4),
+        bindings::UNWIND_USER_SFRAME_UNREGISTER if arg4 == 0 && arg5 == 0 => {
+            prctl_unregister(arg3)
+        }
+        bindings::UNWIND_USER_QUERY if arg5 == 0 => prctl_query(arg3, arg4),
+        _ => Err(EINVAL),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno() as c_long,
+    }
+}
+
+/// The SFrame step of `kernel/unwind/user.c` for the current task. Returns
+/// 0 with `frame` filled in, or a negative errno: `-ENOENT` when no
+/// registered section covers the IP.
+///
+/// # Safety
+///
+/// `state` and `frame` must be valid pointers; the caller runs in task
+/// context where user memory may be faulted in.
+#[no_mangle]
+pub unsafe extern "C" fn unwind_user_sframe_next(
+    state: *mut bindings::unwind_user_state,
+    frame: *mut bindings::unwind_user_frame,
+) -> c_int {
+    let Some(mm) = kernel::current!().mm() else {
+        return ENOENT.to_errno();
+    };
+    // SAFETY: The current task's mm is live while it runs.
+    let Some(smm) = (unsafe { SframeMm::get(mm.as_raw()) }) else {
+        return ENOENT.to_errno();
+    };
+    // SAFETY: Valid pointers (the caller's contract), not aliased during the
+    // call.
+    let (state, frame) = unsafe { (&*state, &mut *frame) };
+    match step::next(smm, state, frame) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Copies the registrations of `oldmm` into `mm` at fork. `dup_mmap()` holds
+/// both mmap write locks.
+///
+/// # Safety
+///
+/// Both pointers must be live mms, locked as above.
+#[no_mangle]
+pub unsafe extern "C" fn sframe_mm_dup(
+    mm: *mut bindings::mm_struct,
+    oldmm: *mut bindings::mm_struct,
+) -> c_int {
+    // SAFETY: The caller's contract.
+    let Some(old) = (unsafe { SframeMm::get(oldmm) }) else {
+        return 0;
+    };
+    // SAFETY: The caller's contract.
+    let r = unsafe { SframeMm::get_or_create(mm) }.and_then(|new| old.copy_to(new));
+    match r {
+        Ok(()) => 0,
+        Err(_) => ENOMEM.to_errno(),
+    }
+}
+
+/// Frees the registry of `mm`, which has no users left.
+///
+/// # Safety
+///
+/// `mm` must be live and unused (called from `__mmdrop()`).
+#[no_mangle]
+pub unsafe extern "C" fn sframe_mm_free(mm: *mut bindings::mm_struct) {
+    // SAFETY: The caller's contract.
+    unsafe { SframeMm::free(mm) };
+}
+
+/// Drops the registrations whose text or section overlaps `[start, end)`,
+/// which is being unmapped. The caller holds the mmap write lock.
+///
+/// # Safety
+///
+/// `mm` must be live and its mmap write lock held.
+#[no_mangle]
+pub unsafe extern "C" fn sframe_mm_unmap(mm: *mut bindings::mm_struct, start: c_ulong, end: c_ulong) {
+    // SAFETY: The caller's contract.
+    if let Some(s) = unsafe { SframeMm::get(mm) } {
+        s.unmap(start, end);
+    }
+}
