@@ -50,9 +50,6 @@ pub enum Error {
     /// than the FRE sub-section can hold, more FDEs than the FDE area, or
     /// more than [`MAX_FRES_PER_FDE`](crate::MAX_FRES_PER_FDE) times the FDEs).
     CountTooLarge,
-    /// The FDEs are not flagged `SFRAME_F_FDE_SORTED`, so a binary search
-    /// cannot be used on them.
-    NotSorted,
 
     /// An FDE index at or past the number of FDEs was asked for.
     FdeIndexOutOfRange,
@@ -93,8 +90,8 @@ pub enum Error {
     BadDataWordCount,
     /// A flexible FRE's CFA rule is not register based.
     BadCfaBase,
-    /// A flexible FRE's control word has reserved bits set, or asks to
-    /// dereference a CFA-based value (not a defined rule).
+    /// A flexible FRE's control word has reserved bits set, or describes a
+    /// CFA-based rule other than "saved at CFA + offset".
     BadControlWord,
     /// A flexible FRE names a DWARF register number above 65535.
     RegisterTooLarge,
@@ -125,7 +122,6 @@ impl Error {
             Error::FreAreaPastEnd => "fre_area_past_end",
             Error::AreasOverlap => "areas_overlap",
             Error::CountTooLarge => "count_too_large",
-            Error::NotSorted => "not_sorted",
             Error::FdeIndexOutOfRange => "fde_index_out_of_range",
             Error::FdeAttrPastEnd => "fde_attr_past_end",
             Error::BadFreType(_) => "bad_fre_type",

@@ -236,13 +236,15 @@ impl<R: Reader> Section<R> {
             )
         };
         let (num_fres, info, info2, rep_size, fres_off) = match self.header.version {
-            Version::V1 => (
-                u32_at(&b, 12).ok_or(bad)?,
-                u8_at(&b, 16).ok_or(bad)?,
-                0,
-                0,
-                fre_off,
-            ),
+            Version::V1 => {
+                let info = u8_at(&b, 16).ok_or(bad)?;
+                let rep = if info & 0x10 != 0 {
+                    self.header.abi.v1_rep_size().unwrap_or(0)
+                } else {
+                    0
+                };
+                (u32_at(&b, 12).ok_or(bad)?, info, 0, rep, fre_off)
+            }
             Version::V2 => (
                 u32_at(&b, 12).ok_or(bad)?,
                 u8_at(&b, 16).ok_or(bad)?,
@@ -436,6 +438,11 @@ impl<R: Reader> Section<R> {
 
     /// Find the unwind row for `pc`.
     ///
+    /// The FDEs must be sorted by start address. The `SFRAME_F_FDE_SORTED`
+    /// flag is not required (ld.lld 22 does not set it on sorted output);
+    /// the order itself is checked instead, by [`Section::validate`] for all
+    /// FDEs and by the binary search for the ones it visits.
+    ///
     /// O(log n) reads to find the function (binary search over the FDEs),
     /// then a scan of at most [`MAX_FRES_PER_FDE`] FREs of that function.
     /// Returns [`Error::NotCovered`] if no function contains `pc` (`pc` at a
@@ -443,9 +450,6 @@ impl<R: Reader> Section<R> {
     /// first row. Any inconsistency met on the way is reported as a
     /// malformed-section error, whether or not [`Section::validate`] ran.
     pub fn find(&mut self, pc: u64) -> Result<Row, Error> {
-        if !self.header.fde_sorted() {
-            return Err(Error::NotSorted);
-        }
         let i = self.search(pc)?;
         let fde = self.fde(i)?;
         if !fde.contains(pc) {
@@ -471,9 +475,6 @@ impl<R: Reader> Section<R> {
     /// A section that passes gives `Ok` or [`Error::NotCovered`] from
     /// [`Section::find`] for every PC, as long as its bytes do not change.
     pub fn validate(&mut self) -> Result<(), Error> {
-        if !self.header.fde_sorted() {
-            return Err(Error::NotSorted);
-        }
         let hdr = self.header;
         let mut prev: Option<Fde> = None;
         let mut total: u64 = 0;

@@ -113,6 +113,17 @@ impl Abi {
         }
     }
 
+    /// Repetition block size assumed for SFrame V1 PC-mask FDEs, which have
+    /// no such field. The only V1 producer (GNU ld 2.40) emits PC-mask FDEs
+    /// only for AMD64 `.plt`/`.plt.sec` entries, which are 16 bytes long.
+    /// `None` where V1 never had PC-mask FDEs.
+    pub fn v1_rep_size(self) -> Option<u8> {
+        match self {
+            Abi::Aarch64LittleEndian => None,
+            Abi::Amd64 => Some(16),
+        }
+    }
+
     /// Name a DWARF register as a [`Base`]: the stack and frame pointers get
     /// their own variants so that callers need no register table for them.
     pub fn base_of(self, regnum: u16) -> Base {
@@ -252,7 +263,8 @@ pub struct Fde {
     pub pc_type: PcType,
     /// Data word interpretation.
     pub fde_type: FdeType,
-    /// Repetition block size of a [`PcType::Mask`] FDE (0 in V1).
+    /// Repetition block size of a [`PcType::Mask`] FDE. V1 FDEs have no such
+    /// field: [`Abi::v1_rep_size`] is used (0 if the ABI has none).
     pub rep_size: u8,
     /// V3: the function is a signal trampoline (its caller's frame is a
     /// signal frame, so its RA must not be decremented for lookups).
@@ -472,11 +484,13 @@ impl Ctrl {
                 offset,
                 deref: self.deref,
             })
-        } else if self.deref || self.regnum != 0 {
-            // reg_p = 0 means "saved at CFA + offset"; no other bits defined.
-            Err(Error::BadControlWord)
-        } else {
+        } else if self.deref && self.regnum == 0 {
+            // CFA based: the value is saved at *(CFA + offset). (GNU as
+            // 2.46+ encodes it so; reg_p = 0 with deref_p = 0 is the padding
+            // word, and a register number without reg_p means nothing.)
             Ok(RegRule::CfaOffset(offset))
+        } else {
+            Err(Error::BadControlWord)
         }
     }
 }
