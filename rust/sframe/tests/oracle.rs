@@ -176,3 +176,15 @@ fn corpus_find_matches_dump() {
     assert!(lookups > 5000, "only {lookups} lookups");
     eprintln!("corpus_find_matches_dump: {lookups} lookups");
 }
+
+/// Write every corpus `.sframe` section to fuzz/seeds (run by fuzz/seed.sh).
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in corpus() {
+        let s = sframe_of(&f);
+        std::fs::write(dir.join(format!("{}.sframe", f.name)), s.bytes).unwrap();
+    }
+}

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod builder;
+
 use sframe::{
     Base, CfaRule, Fde, FdeType, FreType, Header, PcType, RawFre, RegRule, Row, Section, Version,
 };
