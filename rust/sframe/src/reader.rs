@@ -25,6 +25,7 @@ pub trait Reader {
 
 /// A section held in memory (host tools, tests, or a kernel copy).
 impl Reader for &[u8] {
+    #[inline]
     fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
         let start = usize::try_from(offset).map_err(|_| Error::Read)?;
         let end = start.checked_add(buf.len()).ok_or(Error::Read)?;
@@ -36,6 +37,7 @@ impl Reader for &[u8] {
 
 /// Lets a caller keep ownership of its reader (e.g. to count reads).
 impl<R: Reader + ?Sized> Reader for &mut R {
+    #[inline]
     fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
         (**self).read(offset, buf)
     }
@@ -68,6 +70,7 @@ impl Window {
     /// Return `n` (at most [`WINDOW`]) bytes at section offset `off`,
     /// refilling the window from `reader` if needed. The range must end at
     /// or before `limit`, else `past_end` is returned.
+    #[inline]
     pub(crate) fn get<R: Reader + ?Sized>(
         &mut self,
         reader: &mut R,
@@ -106,6 +109,7 @@ impl Window {
 }
 
 /// Read a little-endian unsigned integer of 1, 2 or 4 bytes.
+#[inline]
 pub(crate) fn le_u32(b: &[u8]) -> Option<u32> {
     match *b {
         [a] => Some(u32::from(a)),
@@ -116,6 +120,7 @@ pub(crate) fn le_u32(b: &[u8]) -> Option<u32> {
 }
 
 /// Read a little-endian signed integer of 1, 2 or 4 bytes, sign-extended.
+#[inline]
 pub(crate) fn le_i32(b: &[u8]) -> Option<i32> {
     match *b {
         [a] => Some(i32::from(i8::from_le_bytes([a]))),
@@ -126,12 +131,14 @@ pub(crate) fn le_i32(b: &[u8]) -> Option<i32> {
 }
 
 /// Little-endian u32 at byte `off` of `b`.
+#[inline]
 pub(crate) fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     let s = b.get(off..off.checked_add(4)?)?;
     le_u32(s)
 }
 
 /// Little-endian u16 at byte `off` of `b`.
+#[inline]
 pub(crate) fn u16_at(b: &[u8], off: usize) -> Option<u16> {
     match *b.get(off..off.checked_add(2)?)? {
         [a, c] => Some(u16::from_le_bytes([a, c])),
@@ -140,12 +147,14 @@ pub(crate) fn u16_at(b: &[u8], off: usize) -> Option<u16> {
 }
 
 /// Little-endian i32 at byte `off` of `b`.
+#[inline]
 pub(crate) fn i32_at(b: &[u8], off: usize) -> Option<i32> {
     let s = b.get(off..off.checked_add(4)?)?;
     le_i32(s)
 }
 
 /// Little-endian i64 at byte `off` of `b`.
+#[inline]
 pub(crate) fn i64_at(b: &[u8], off: usize) -> Option<i64> {
     match *b.get(off..off.checked_add(8)?)? {
         [a, c, d, e, f, g, h, i] => Some(i64::from_le_bytes([a, c, d, e, f, g, h, i])),
@@ -154,6 +163,7 @@ pub(crate) fn i64_at(b: &[u8], off: usize) -> Option<i64> {
 }
 
 /// Byte at `off` of `b`.
+#[inline]
 pub(crate) fn u8_at(b: &[u8], off: usize) -> Option<u8> {
     b.get(off).copied()
 }

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host benchmark: ns per `find()` on synthetic sections with 1k, 10k and
+//! 100k functions (V3 and V1), and ns per FDE for `validate()`.
+//!
+//! Usage: cargo run --release --example bench [-- --write-v1 DIR]
+//!
+//! With `--write-v1 DIR` the V1 sections and the PCs looked up are also
+//! written to DIR, for benches/libsframe.sh to time libsframe 2.40's
+//! `sframe_find_fre` on the same input.
+
+use sframe::{Reader, Section};
+use std::hint::black_box;
+use std::time::Instant;
+
+const FUNC_SIZE: u32 = 64;
+const TEXT: u64 = 0x40_0000;
+const SECTION_ADDR: u64 = 0x20_0000;
+
+/// Four FREs per function, as gcc -O2 emits for a function that sets up a
+/// frame pointer: push, mov, body, ret.
+const FRES: [(u8, bool, &[i8]); 4] = [
+    (0, true, &[8]),
+    (1, true, &[16, -16]),
+    (4, false, &[16, -16]),
+    (60, true, &[8, -16]),
+];
+
+fn encode(version: u8, n: u32) -> Vec<u8> {
+    let fde_size = if version == 3 { 16 } else { 17 };
+    let mut fres = Vec::new();
+    let mut fre_offs = Vec::new();
+    for _ in 0..n {
+        fre_offs.push(fres.len() as u32);
+        if version == 3 {
+            fres.extend_from_slice(&(FRES.len() as u16).to_le_bytes());
+            fres.extend_from_slice(&[0, 0, 0]);
+        }
+        for (start, sp, words) in FRES {
+            fres.push(start);
+            fres.push(((words.len() as u8) << 1) | u8::from(sp));
+            fres.extend(words.iter().map(|&w| w as u8));
+        }
+    }
+    let fde_bytes = fde_size * n;
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xdee2u16.to_le_bytes());
+    out.push(version);
+    out.push(if version == 3 { 5 } else { 1 });
+    out.extend_from_slice(&[3, 0, (-8i8) as u8, 0]);
+    out.extend_from_slice(&n.to_le_bytes());
+    out.extend_from_slice(&(n * FRES.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(fres.len() as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&fde_bytes.to_le_bytes());
+    for i in 0..n {
+        let func = TEXT + u64::from(i * FUNC_SIZE);
+        let field = SECTION_ADDR + 28 + u64::from(i * fde_size);
+        if version == 3 {
+            out.extend_from_slice(&(func.wrapping_sub(field) as i64).to_le_bytes());
+        } else {
+            out.extend_from_slice(&(func.wrapping_sub(SECTION_ADDR) as i32).to_le_bytes());
+        }
+        out.extend_from_slice(&FUNC_SIZE.to_le_bytes());
+        out.extend_from_slice(&fre_offs[i as usize].to_le_bytes());
+        if version != 3 {
+            out.extend_from_slice(&(FRES.len() as u32).to_le_bytes());
+            out.push(0);
+        }
+    }
+    out.extend_from_slice(&fres);
+    out
+}
+
+fn pcs(n: u32, count: usize) -> Vec<u64> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    (0..count)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            TEXT + x % u64::from(n * FUNC_SIZE)
+        })
+        .collect()
+}
+
+fn time_find<R: Reader>(sec: &mut Section<R>, pcs: &[u64]) -> f64 {
+    // Warm up, then run for at least 0.3 s.
+    for &pc in pcs {
+        black_box(sec.find(pc).expect("find"));
+    }
+    let mut rounds = 0u64;
+    let t = Instant::now();
+    while t.elapsed().as_secs_f64() < 0.3 {
+        for &pc in pcs {
+            black_box(sec.find(black_box(pc)).expect("find"));
+        }
+        rounds += 1;
+    }
+    t.elapsed().as_nanos() as f64 / (rounds as f64 * pcs.len() as f64)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let write_dir = match args.get(1).map(String::as_str) {
+        Some("--write-v1") => Some(args.get(2).expect("--write-v1 DIR").clone()),
+        Some(a) if a != "--bench" => panic!("usage: bench [--write-v1 DIR]"),
+        _ => None,
+    };
+    println!(
+        "{:>8} {:>4} {:>10} {:>12} {:>14}",
+        "FDEs", "ver", "bytes", "ns/find", "ns/FDE valid."
+    );
+    for n in [1_000u32, 10_000, 100_000] {
+        let lookups = pcs(n, 4096);
+        for version in [3u8, 1] {
+            let bytes = encode(version, n);
+            let mut sec = Section::new(bytes.as_slice(), bytes.len() as u32, SECTION_ADDR).unwrap();
+            let t = Instant::now();
+            sec.validate().expect("validate");
+            let val = t.elapsed().as_nanos() as f64 / f64::from(n);
+            let ns = time_find(&mut sec, &lookups);
+            println!(
+                "{n:>8} {:>4} {:>10} {ns:>12.1} {val:>14.1}",
+                format!("V{version}"),
+                bytes.len()
+            );
+            if version == 1 {
+                if let Some(dir) = &write_dir {
+                    std::fs::create_dir_all(dir).unwrap();
+                    std::fs::write(format!("{dir}/v1-{n}.sframe"), &bytes).unwrap();
+                    let list: String = lookups
+                        .iter()
+                        .map(|pc| format!("{:#x}\n", pc - SECTION_ADDR))
+                        .collect();
+                    std::fs::write(format!("{dir}/v1-{n}.pcs"), list).unwrap();
+                }
+            }
+        }
+    }
+}
