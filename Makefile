@@ -59,8 +59,9 @@ host-test:
 
 selftests: config
 	$(KMAKE) headers_install INSTALL_HDR_PATH=$(OUT)/usr >/dev/null
-	$(MAKE) -C tools/testing/selftests/unwind_user \
-		OUTPUT=$(GUEST)/selftests KHDR_INCLUDES=-I$(OUT)/usr/include
+	rm -rf $(GUEST)/selftests && mkdir -p $(GUEST)/selftests
+	$(MAKE) -C $(SRC)/tools/testing/selftests/unwind_user \
+		OUTPUT=$(GUEST)/selftests KHDR_INCLUDES="-isystem $(OUT)/usr/include"
 
 initramfs: selftests
 	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz

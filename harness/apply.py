@@ -102,7 +102,8 @@ def main():
                 if r.returncode:
                     sys.exit(f"apply: patches/{p} does not apply:\n{r.stderr}")
             tree = git(src, "write-tree", env=env)
-            msg = f"{st['subject']}\n\n{st['body']}\n"
+            msg = (f"{st['subject']}\n\n{st['body']}\n\n"
+                   f"Signed-off-by: {IDENT['GIT_AUTHOR_NAME']} <{IDENT['GIT_AUTHOR_EMAIL']}>\n")
             parent = git(src, "commit-tree", tree, "-p", parent, env=env, inp=msg)
     git(src, "checkout", "-q", "--detach", parent)
     print(parent)

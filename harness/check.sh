@@ -27,24 +27,26 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 	git -C "$wt" checkout -q -f --detach pristine && git -C "$wt" clean -qfdx
 	if git -C "$wt" am -q "$KB"/series/*.patch; then
 		if [ "$(git -C "$wt" rev-parse HEAD^{tree})" = "$(git -C "$SRC" rev-parse HEAD^{tree})" ]; then
-			echo "ok git-am: series applies to pristine and gives the built tree"
+			echo "ok 1 git-am: series applies to pristine and gives the built tree"
 		else
-			echo "not ok git-am: series applies but the tree differs from the built one"
+			echo "not ok 1 git-am: series applies but the tree differs from the built one"
 		fi
 	else
-		echo "not ok git-am: series does not apply to pristine"
+		echo "not ok 1 git-am: series does not apply to pristine"
 		git -C "$wt" am --abort >/dev/null 2>&1
 	fi
+	i=1
 	for p in "$KB"/series/*.patch; do
 		n=$(basename "$p")
+		i=$((i + 1))
 		if "$SRC/scripts/checkpatch.pl" --strict --no-tree -q --terse \
 			--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG "$p" >"$LOGS/checkpatch-$n.log" 2>&1; then
-			echo "ok checkpatch $n"
+			echo "ok $i checkpatch $n"
 		elif grep -q ': ERROR:' "$LOGS/checkpatch-$n.log"; then
-			echo "not ok checkpatch $n"
+			echo "not ok $i checkpatch $n"
 			sed 's/^/#   /' "$LOGS/checkpatch-$n.log"
 		else
-			echo "ok checkpatch $n # $(grep -c ': \(WARNING\|CHECK\):' "$LOGS/checkpatch-$n.log") warnings"
+			echo "ok $i checkpatch $n # $(grep -c ': \(WARNING\|CHECK\):' "$LOGS/checkpatch-$n.log") warnings"
 		fi
 	done
 } >"$LOGS/series.log" 2>&1

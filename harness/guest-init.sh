@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/busybox sh
 # SPDX-License-Identifier: GPL-2.0
 #
 # /init of the test guest.  The kernel console is ttyS0; everything the

@@ -32,6 +32,7 @@ static inline int unwind_user_sframe_next(struct unwind_user_state *state,
 {
 	return -ENOENT;
 }
+
 static inline int sframe_add_section(unsigned long sframe_start,
 				     unsigned long sframe_end,
 				     unsigned long text_start,
@@ -39,13 +40,17 @@ static inline int sframe_add_section(unsigned long sframe_start,
 {
 	return -EOPNOTSUPP;
 }
+
 static inline int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm)
 {
 	return 0;
 }
+
 static inline void sframe_mm_free(struct mm_struct *mm) {}
+
 static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 				   unsigned long end) {}
+
 static inline long sframe_prctl(unsigned long op, unsigned long arg3,
 				unsigned long arg4, unsigned long arg5)
 {

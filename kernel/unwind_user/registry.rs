@@ -168,7 +168,7 @@ pub(crate) struct SframeMm {
 unsafe fn slot<'a>(mm: *mut bindings::mm_struct) -> &'a Atomic<*mut SframeMm> {
     // SAFETY: `mm` is live (the caller's contract); the field is a pointer,
     // only ever accessed atomically, through this function.
-    unsafe { Atomic::from_ptr((&raw mut (*mm).sframe).cast::<*mut SframeMm>()) }
+    unsafe { Atomic::from_ptr((&raw mut (*mm).__bindgen_anon_1.sframe).cast::<*mut SframeMm>()) }
 }
 
 impl SframeMm {
@@ -227,9 +227,7 @@ impl SframeMm {
 
     /// Publishes `new`, retiring the old table after a grace period.
     fn publish(&self, new: KBox<Table>) {
-        let old = self
-            .table
-            .xchg(KBox::into_raw(new), Full);
+        let old = self.table.xchg(KBox::into_raw(new), Full);
         if !old.is_null() {
             // SAFETY: `old` came from `KBox::into_raw` and is no longer
             // reachable from `self`; `free_table_rcu` frees it after all
@@ -259,7 +257,11 @@ impl SframeMm {
         if !old.live().any(|e| e.text_start == text_start) {
             return Err(ENOENT);
         }
-        self.publish(Table::rebuild(Some(old), |e| e.text_start != text_start, None)?);
+        self.publish(Table::rebuild(
+            Some(old),
+            |e| e.text_start != text_start,
+            None,
+        )?);
         Ok(())
     }
 
@@ -350,8 +352,10 @@ impl SframeMm {
 unsafe extern "C" fn free_table_rcu(head: *mut bindings::callback_head) {
     // SAFETY: `head` is the `rcu` field of a `Table` (the caller's contract);
     // `Opaque<T>` is `repr(transparent)`.
-    let table = unsafe { kernel::container_of!(head.cast::<Opaque<bindings::callback_head>>(), Table, rcu) };
+    let table = unsafe {
+        kernel::container_of!(head.cast::<Opaque<bindings::callback_head>>(), Table, rcu)
+    };
     // SAFETY: The table came from `KBox::into_raw` and the grace period has
     // passed: no reader holds it.
-    drop(unsafe { KBox::from_raw(table.cast_mut()) });
+    drop(unsafe { KBox::from_raw(table) });
 }

@@ -47,7 +47,6 @@ pub(crate) fn open(s: &Section) -> core::result::Result<sframe::Section<UserRead
 }
 
 /// What user.c should do with a frame an SFrame row describes.
-#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Rule {
     /// Apply this frame rule.
     Frame(bindings::unwind_user_frame),
@@ -126,7 +125,7 @@ pub(crate) fn next(
             if e.is_malformed() {
                 mm.mark_dead(&section);
                 pr_debug!(
-                    "unwind_user: dropped section at {:#x}: {}\n",
+                    "dropped section at {:#x}: {}\n",
                     section.sframe_start,
                     e.name()
                 );

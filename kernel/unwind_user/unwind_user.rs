@@ -18,26 +18,35 @@
 
 use kernel::{
     bindings,
-    error::code::{E2BIG, EBADMSG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM, EOPNOTSUPP},
+    error::code::{E2BIG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM},
     ffi::{c_int, c_long, c_ulong},
+    mm::virt::VmaRef,
     prelude::*,
+    sync::atomic::Relaxed,
     uaccess::{UserPtr, UserSlice},
 };
+
+/// Prefix of this crate's log messages (what `module!` would define).
+const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 
 mod registry;
 mod step;
 
 use registry::{Section, SframeMm, MAX_SECTION_SIZE};
 
-/// Maps a decoder error found while validating a section to an errno.
+/// Maps a decoder error found while validating a section to an errno:
+/// `EFAULT` (unreadable), `EOPNOTSUPP` (a version, ABI or byte order this
+/// kernel does not decode) or `EBADMSG` (malformed).
 fn validation_errno(e: &sframe::Error) -> Error {
-    match e {
-        sframe::Error::Read => EFAULT,
+    let errno = match e {
+        sframe::Error::Read => return EFAULT,
         sframe::Error::UnsupportedVersion(_)
         | sframe::Error::UnsupportedAbi(_)
-        | sframe::Error::ForeignEndian => EOPNOTSUPP,
-        _ => EBADMSG,
-    }
+        | sframe::Error::ForeignEndian => bindings::EOPNOTSUPP,
+        _ => bindings::EBADMSG,
+    };
+    // `kernel::error::code` has neither errno.
+    Error::from_errno(-(errno as c_int))
 }
 
 /// Says why a registration was refused, rate-limited: user space can make
@@ -45,9 +54,9 @@ fn validation_errno(e: &sframe::Error) -> Error {
 fn refuse(why: &str, s: &Section, err: Error) -> Error {
     // SAFETY: `__printk_ratelimit()` takes a NUL-terminated name and only
     // reads it.
-    if unsafe { bindings::__printk_ratelimit(c"unwind_user".as_ptr()) } != 0 {
+    if unsafe { bindings::__printk_ratelimit(c"unwind_user".as_ptr().cast()) } != 0 {
         pr_debug!(
-            "unwind_user: refused section {:#x}+{:#x} for text {:#x}-{:#x}: {} ({})\n",
+            "refused section {:#x}+{:#x} for text {:#x}-{:#x}: {} ({})\n",
             s.sframe_start,
             s.sframe_len,
             s.text_start,
@@ -90,15 +99,15 @@ unsafe fn in_one_vma(mm: *mut bindings::mm_struct, start: usize, end: usize, fla
     if vma.is_null() {
         return false;
     }
-    // SAFETY: `vma` is a VMA of `mm`, stable under the mmap lock.
-    let (vm_end, vm_flags) = unsafe { ((*vma).vm_end, (*vma).__bindgen_anon_2.vm_flags) };
-    end <= vm_end && (vm_flags as u64) & flags == flags
+    // SAFETY: `vma` is a VMA of `mm`, stable under the mmap lock we hold.
+    let vma = unsafe { VmaRef::from_raw(vma) };
+    end <= vma.end() && (vma.flags() as u64) & flags == flags
 }
 
 /// Validates and registers a section for the current task's mm.
 fn add_section(s: Section) -> Result {
-    let mm_ref = kernel::current!().mm().ok_or(EINVAL)?;
-    let mm = mm_ref.as_raw();
+    let task = kernel::current!();
+    let mm = task.mm().ok_or(EINVAL)?.as_raw();
     if s.text_start >= s.text_end || s.sframe_len == 0 {
         return Err(refuse("empty range", &s, EINVAL));
     }
@@ -192,8 +201,13 @@ const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
 
 fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
     let b = read_versioned::<SFRAME_SIZE_VER0>(ptr, size)?;
-    let (text_start, text_size, sframe_start, sframe_size, flags) =
-        (u64_at(&b, 0), u64_at(&b, 1), u64_at(&b, 2), u64_at(&b, 3), u64_at(&b, 4));
+    let (text_start, text_size, sframe_start, sframe_size, flags) = (
+        u64_at(&b, 0),
+        u64_at(&b, 1),
+        u64_at(&b, 2),
+        u64_at(&b, 3),
+        u64_at(&b, 4),
+    );
     if flags != 0 || text_size == 0 || sframe_size == 0 {
         return Err(EINVAL);
     }
@@ -214,7 +228,8 @@ fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
 }
 
 fn prctl_unregister(text_start: c_ulong) -> Result {
-    let mm = kernel::current!().mm().ok_or(EINVAL)?.as_raw();
+    let task = kernel::current!();
+    let mm = task.mm().ok_or(EINVAL)?.as_raw();
     let _lock = MmapWriteGuard::lock(mm)?;
     // SAFETY: `mm` is the current mm, locked above.
     let state = unsafe { SframeMm::get(mm) }.ok_or(ENOENT)?;
@@ -225,19 +240,19 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
     if size < INFO_SIZE_VER0 || size > kernel::page::PAGE_SIZE {
         return Err(EINVAL);
     }
-    let mm = kernel::current!().mm().ok_or(EINVAL)?.as_raw();
+    let task = kernel::current!();
+    let mm = task.mm().ok_or(EINVAL)?.as_raw();
     let mut vals = [0u64; INFO_SIZE_VER0 / 8];
     // SAFETY: `mm` is the current task's mm, live while it runs.
     if let Some(s) = unsafe { SframeMm::get(mm) } {
         let c = &s.counters;
-        let r = kernel::sync::atomic::Relaxed;
         vals = [
             s.len() as u64,
-            c.unwinds.load(r),
-            c.sframe_frames.load(r),
-            c.fp_fallbacks.load(r),
-            c.errors.load(r),
-            c.dropped.load(r),
+            c.unwinds.load(Relaxed),
+            c.sframe_frames.load(Relaxed),
+            c.fp_fallbacks.load(Relaxed),
+            c.errors.load(Relaxed),
+            c.dropped.load(Relaxed),
         ];
     }
     let mut out = [0u8; INFO_SIZE_VER0];
@@ -256,9 +271,7 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
 pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> c_long {
     let r = match op as u32 {
         bindings::UNWIND_USER_SFRAME_REGISTER if arg5 == 0 => prctl_register(arg3, arg4),
-        bindings::UNWIND_USER_SFRAME_UNREGISTER if arg4 == 0 && arg5 == 0 => {
-            prctl_unregister(arg3)
-        }
+        bindings::UNWIND_USER_SFRAME_UNREGISTER if arg4 == 0 && arg5 == 0 => prctl_unregister(arg3),
         bindings::UNWIND_USER_QUERY if arg5 == 0 => prctl_query(arg3, arg4),
         _ => Err(EINVAL),
     };
@@ -281,7 +294,8 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     state: *mut bindings::unwind_user_state,
     frame: *mut bindings::unwind_user_frame,
 ) -> c_int {
-    let Some(mm) = kernel::current!().mm() else {
+    let task = kernel::current!();
+    let Some(mm) = task.mm() else {
         return ENOENT.to_errno();
     };
     // SAFETY: The current task's mm is live while it runs.
@@ -338,7 +352,11 @@ pub unsafe extern "C" fn sframe_mm_free(mm: *mut bindings::mm_struct) {
 ///
 /// `mm` must be live and its mmap write lock held.
 #[no_mangle]
-pub unsafe extern "C" fn sframe_mm_unmap(mm: *mut bindings::mm_struct, start: c_ulong, end: c_ulong) {
+pub unsafe extern "C" fn sframe_mm_unmap(
+    mm: *mut bindings::mm_struct,
+    start: c_ulong,
+    end: c_ulong,
+) {
     // SAFETY: The caller's contract.
     if let Some(s) = unsafe { SframeMm::get(mm) } {
         s.unmap(start, end);

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User stacks of code built without frame pointers, seen through perf's
+ * deferred callchains, must be complete and right with the SFrame unwinder.
+ *
+ * The workload is a chain of calls sample_stacks -> run_chain -> level1 ->
+ * ... -> level6 -> leaf, built with -O2 -fomit-frame-pointer and SFrame.
+ * Samples land anywhere in it: in leaf's loop, in the levels' prologues and
+ * epilogues. Every stack that starts in the chain must name exactly the
+ * callers up to sample_stacks, and go on to main through the test harness.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "../kselftest_harness.h"
+#include "unwind_user_test.h"
+
+static volatile unsigned long sink;
+
+#define NOIPA __attribute__((noipa))
+
+NOIPA unsigned long leaf(unsigned long x)
+{
+	unsigned long i;
+
+	for (i = 0; i < 200; i++)
+		x = x * 2862933555777941757ul + 3037000493ul;
+	return x;
+}
+
+/* Each level has a frame of its own size and work after the call. */
+#define LEVEL(n, next, pad)						\
+NOIPA unsigned long level##n(unsigned long x)				\
+{									\
+	unsigned long buf[pad];						\
+									\
+	/* Keep the frame: the compiler cannot see through the asm. */	\
+	buf[0] = x;							\
+	asm volatile("" : : "r"(buf) : "memory");			\
+	x = next(buf[0] + (n));						\
+	buf[(pad) - 1] = x;						\
+	asm volatile("" : : "r"(buf) : "memory");			\
+	return buf[(pad) - 1] ^ (n);					\
+}
+
+LEVEL(6, leaf, 3)
+LEVEL(5, level6, 17)
+LEVEL(4, level5, 1)
+LEVEL(3, level4, 40)
+LEVEL(2, level3, 5)
+LEVEL(1, level2, 9)
+
+NOIPA void run_chain(void *arg)
+{
+	unsigned long n = *(unsigned long *)arg, i, x = 1;
+
+	for (i = 0; i < n; i++)
+		x = level1(x);
+	sink = x;
+}
+
+static const char *const chain[] = {
+	"leaf", "level6", "level5", "level4", "level3", "level2", "level1",
+	"run_chain", "sample_stacks",
+};
+#define CHAIN_LEN ((int)ARRAY_SIZE(chain))
+
+struct tally {
+	int in_chain, complete, wrong;
+};
+
+static bool reaches_main(const struct ustack *st)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr; i++)
+		if (sym_name(st->ip[i]) && !strcmp(sym_name(st->ip[i]), "main"))
+			return true;
+	return false;
+}
+
+/*
+ * A stack is checked from its first frame, which must lie in the chain:
+ * every later frame must be the next caller, up to sample_stacks, and the
+ * stack must go on to main.
+ */
+static struct tally check(const struct stacks *s, int verbose)
+{
+	struct tally t = {};
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < s->nr; i++) {
+		const struct ustack *st = &s->s[i];
+		const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
+		int r = -1;
+
+		for (k = 0; top && k < CHAIN_LEN - 1; k++) {
+			if (!strcmp(top, chain[k])) {
+				r = stack_matches(st, chain + k, CHAIN_LEN - k);
+				break;
+			}
+		}
+		if (r < 0)
+			continue;
+		t.in_chain++;
+		if (r == 1 && reaches_main(st)) {
+			t.complete++;
+		} else {
+			unsigned int j;
+
+			t.wrong++;
+			if (verbose && t.wrong <= 3) {
+				printf("# incomplete stack:");
+				for (j = 0; j < st->nr && j < 12; j++)
+					printf(" %s", sym_name(st->ip[j]) ?: "?");
+				printf("\n");
+			}
+		}
+	}
+	return t;
+}
+
+static struct stacks stacks;
+
+static int query(struct unwind_user_info *info)
+{
+	return unwind_prctl(UNWIND_USER_QUERY, (unsigned long)info, sizeof(*info), 0);
+}
+
+FIXTURE(unwind) {
+	struct unwind_user_sframe sec;
+};
+
+FIXTURE_SETUP(unwind)
+{
+	ASSERT_EQ(0, sym_init());
+	ASSERT_EQ(0, self_sframe(&self->sec));
+}
+
+FIXTURE_TEARDOWN(unwind)
+{
+}
+
+/* Registered at exec, the executable's own section unwinds every sample. */
+TEST_F(unwind, deep_chain_complete)
+{
+	unsigned long n = 60000;
+	struct unwind_user_info before, after;
+	struct tally t;
+
+	ASSERT_EQ(0, query(&before));
+	ASSERT_EQ(1, before.nr_sections);
+	ASSERT_EQ(0, sample_stacks(run_chain, &n, 4000, &stacks));
+	ASSERT_EQ(0, query(&after));
+	t = check(&stacks, 1);
+	printf("# samples %u, deferred stacks %u, in chain %d, complete %d, wrong %d\n",
+	       stacks.samples, stacks.nr, t.in_chain, t.complete, t.wrong);
+	printf("# counters: unwinds %llu sframe_frames %llu fp_fallbacks %llu errors %llu\n",
+	       after.unwinds - before.unwinds,
+	       after.sframe_frames - before.sframe_frames,
+	       after.fp_fallbacks - before.fp_fallbacks,
+	       after.errors - before.errors);
+	ASSERT_GE(t.in_chain, 20);
+	EXPECT_EQ(0, t.wrong);
+	EXPECT_EQ(t.in_chain, t.complete);
+	EXPECT_GT(after.sframe_frames, before.sframe_frames);
+	EXPECT_EQ(after.errors, before.errors);
+}
+
+/*
+ * Without the section, the same code is left to the frame-pointer rule: no
+ * SFrame frame is counted, and the stacks are those of the old kernel
+ * (mostly wrong for code without frame pointers). Registering the section
+ * again through prctl brings complete stacks back.
+ */
+TEST_F(unwind, fallback_and_reregister)
+{
+	unsigned long n = 60000;
+	struct unwind_user_info before, after;
+	struct tally fp, sf;
+
+	ASSERT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER,
+				  self->sec.text_start, 0, 0));
+	ASSERT_EQ(0, query(&before));
+	ASSERT_EQ(0, before.nr_sections);
+	ASSERT_EQ(0, sample_stacks(run_chain, &n, 4000, &stacks));
+	ASSERT_EQ(0, query(&after));
+	fp = check(&stacks, 0);
+	EXPECT_EQ(after.sframe_frames, before.sframe_frames);
+	EXPECT_GT(after.fp_fallbacks, before.fp_fallbacks);
+
+	ASSERT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
+				  (unsigned long)&self->sec, sizeof(self->sec), 0));
+	ASSERT_EQ(0, sample_stacks(run_chain, &n, 4000, &stacks));
+	sf = check(&stacks, 1);
+	printf("# frame pointers: %d/%d complete; SFrame: %d/%d complete\n",
+	       fp.complete, fp.in_chain, sf.complete, sf.in_chain);
+	ASSERT_GE(sf.in_chain, 20);
+	EXPECT_EQ(sf.in_chain, sf.complete);
+	EXPECT_LT(fp.complete * 2, fp.in_chain);
+}
+
+TEST_HARNESS_MAIN

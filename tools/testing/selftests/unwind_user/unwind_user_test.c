@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helpers for the SFrame unwinder selftests; see unwind_user_test.h.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "unwind_user_test.h"
+
+#ifndef PERF_RECORD_CALLCHAIN_DEFERRED
+#define PERF_RECORD_CALLCHAIN_DEFERRED 22
+#endif
+
+#define RING_PAGES 256
+
+static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
+		  struct stacks *out)
+{
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail;
+
+	while (tail < head) {
+		struct perf_event_header hdr;
+		char rec[65536];
+		size_t off = tail % size, i;
+
+		for (i = 0; i < sizeof(hdr); i++)
+			((char *)&hdr)[i] = data[(off + i) % size];
+		if (hdr.size < sizeof(hdr))
+			break;
+		for (i = 0; i < hdr.size; i++)
+			rec[i] = data[(off + i) % size];
+		tail += hdr.size;
+
+		if (hdr.type == PERF_RECORD_SAMPLE) {
+			out->samples++;
+		} else if (hdr.type == PERF_RECORD_LOST) {
+			out->lost++;
+		} else if (hdr.type == PERF_RECORD_CALLCHAIN_DEFERRED &&
+			   out->nr < MAX_STACKS) {
+			uint64_t *p = (uint64_t *)(rec + sizeof(hdr));
+			struct ustack *st = &out->s[out->nr++];
+			uint64_t nr = p[1];
+
+			st->cookie = p[0];
+			if (nr > MAX_DEPTH)
+				nr = MAX_DEPTH;
+			st->nr = nr;
+			memcpy(st->ip, &p[2], nr * sizeof(uint64_t));
+		}
+	}
+	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_freq = freq,
+		.freq = 1,
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			       PERF_SAMPLE_CALLCHAIN,
+		.exclude_kernel = 1,
+		.exclude_callchain_kernel = 1,
+		.disabled = 1,
+		.defer_callchain = 1,
+		.defer_output = 1,
+		.sample_id_all = 1,
+		.wakeup_events = 1,
+	};
+	size_t psz = sysconf(_SC_PAGESIZE);
+	size_t len = (RING_PAGES + 1) * psz;
+	struct perf_event_mmap_page *meta;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+	if (fd < 0)
+		return -errno;
+	meta = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (meta == MAP_FAILED) {
+		close(fd);
+		return -errno;
+	}
+	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	work(arg);
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	drain(meta, (char *)meta + psz, RING_PAGES * psz, out);
+	munmap(meta, len);
+	close(fd);
+	return 0;
+}
+
+/* The executable's symbol table: FUNC symbols sorted by address. */
+struct sym {
+	uint64_t addr, size;
+	const char *name;
+};
+static struct sym *syms;
+static size_t nsyms;
+static char *strtab_copy;
+static Elf64_Ehdr ehdr;
+static Elf64_Phdr *phdrs;
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int sym_init(void)
+{
+	int fd = open("/proc/self/exe", O_RDONLY);
+	struct stat stt;
+	Elf64_Shdr *sh;
+	char *map;
+	size_t i;
+
+	if (fd < 0 || fstat(fd, &stt))
+		return -1;
+	map = mmap(NULL, stt.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -1;
+	memcpy(&ehdr, map, sizeof(ehdr));
+	phdrs = malloc(ehdr.e_phnum * sizeof(*phdrs));
+	memcpy(phdrs, map + ehdr.e_phoff, ehdr.e_phnum * sizeof(*phdrs));
+	sh = (Elf64_Shdr *)(map + ehdr.e_shoff);
+	for (i = 0; i < ehdr.e_shnum; i++) {
+		Elf64_Sym *st;
+		size_t n, j;
+
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		st = (Elf64_Sym *)(map + sh[i].sh_offset);
+		n = sh[i].sh_size / sizeof(*st);
+		strtab_copy = malloc(sh[sh[i].sh_link].sh_size);
+		memcpy(strtab_copy, map + sh[sh[i].sh_link].sh_offset,
+		       sh[sh[i].sh_link].sh_size);
+		syms = calloc(n, sizeof(*syms));
+		for (j = 0; j < n; j++) {
+			if (ELF64_ST_TYPE(st[j].st_info) != STT_FUNC || !st[j].st_value)
+				continue;
+			syms[nsyms].addr = st[j].st_value;
+			syms[nsyms].size = st[j].st_size;
+			syms[nsyms].name = strtab_copy + st[j].st_name;
+			nsyms++;
+		}
+	}
+	munmap(map, stt.st_size);
+	qsort(syms, nsyms, sizeof(*syms), cmp_sym);
+	return nsyms ? 0 : -1;
+}
+
+const char *sym_name(uint64_t ip)
+{
+	size_t lo = 0, hi = nsyms;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (syms[mid].addr <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	if (ip >= syms[lo - 1].addr + (syms[lo - 1].size ? syms[lo - 1].size : 1))
+		return NULL;
+	return syms[lo - 1].name;
+}
+
+int sym_addr(const char *name, uint64_t *addr, uint64_t *size)
+{
+	size_t i;
+
+	for (i = 0; i < nsyms; i++) {
+		if (!strcmp(syms[i].name, name)) {
+			*addr = syms[i].addr;
+			*size = syms[i].size;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int self_sframe(struct unwind_user_sframe *sec)
+{
+	int i;
+
+	memset(sec, 0, sizeof(*sec));
+	for (i = 0; i < ehdr.e_phnum; i++) {
+		Elf64_Phdr *p = &phdrs[i];
+
+		if (p->p_type == 0x6474e554) {	/* PT_GNU_SFRAME */
+			sec->sframe_start = p->p_vaddr;
+			sec->sframe_size = p->p_memsz;
+		} else if (p->p_type == PT_LOAD && (p->p_flags & PF_X) &&
+			   !sec->text_start) {
+			sec->text_start = p->p_vaddr;
+			sec->text_size = p->p_memsz;
+		}
+	}
+	/* The tests are static, non-PIE executables: no load bias. */
+	return sec->sframe_start && sec->text_start ? 0 : -1;
+}
+
+int stack_matches(const struct ustack *st, const char *const *names, int n)
+{
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < st->nr; i++) {
+		const char *s = sym_name(st->ip[i]);
+
+		if (!s || strcmp(s, names[0]))
+			continue;
+		for (k = 1; k < n; k++) {
+			if (i + k >= st->nr)
+				return 0;
+			s = sym_name(st->ip[i + k]);
+			if (!s || strcmp(s, names[k]))
+				return 0;
+		}
+		return 1;
+	}
+	return -1;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers for the SFrame unwinder selftests: see user stacks the way perf
+ * does (perf_event_open with deferred callchains, reading
+ * PERF_RECORD_CALLCHAIN_DEFERRED from the ring buffer) and symbolize them
+ * from the ELF symbol table of the test binary itself.
+ */
+#ifndef UNWIND_USER_TEST_H
+#define UNWIND_USER_TEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <sys/prctl.h>
+#include <linux/prctl.h>
+#include <linux/unwind_user.h>
+
+#define MAX_STACKS	4096
+#define MAX_DEPTH	512
+
+struct ustack {
+	uint64_t cookie;
+	unsigned int nr;
+	uint64_t ip[MAX_DEPTH];
+};
+
+struct stacks {
+	unsigned int nr;		/* deferred user stacks read */
+	unsigned int samples;		/* samples read */
+	unsigned int lost;		/* PERF_RECORD_LOST */
+	struct ustack s[MAX_STACKS];
+};
+
+/*
+ * Sample this thread with cpu-clock at @freq Hz and deferred callchains
+ * while @work runs @arg; the stacks it got go to @out. Returns 0 or -errno.
+ */
+int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out);
+
+/* Symbol of @ip in /proc/self/exe (NULL if none); 0 for ip == 0. */
+const char *sym_name(uint64_t ip);
+/* Load the symbol table; call once, before sym_name(). */
+int sym_init(void);
+/* Address and size of symbol @name, 0 on success. */
+int sym_addr(const char *name, uint64_t *addr, uint64_t *size);
+
+/* Text and .sframe of this executable (from its program headers). */
+int self_sframe(struct unwind_user_sframe *sec);
+
+/* prctl(PR_UNWIND_USER, ...): 0 or -errno. */
+static inline long unwind_prctl(unsigned long op, unsigned long a3,
+				unsigned long a4, unsigned long a5)
+{
+	return prctl(PR_UNWIND_USER, op, a3, a4, a5) ? -errno : 0;
+}
+
+/*
+ * Does @st, read from the top, contain the frames @names in order starting
+ * at its first frame whose symbol is @names[0]? Returns 1 if it has all of
+ * them in sequence, 0 if a frame after the first differs, -1 if no frame is
+ * @names[0].
+ */
+int stack_matches(const struct ustack *st, const char *const *names, int n);
+
+#endif
