@@ -17,6 +17,23 @@ chmod 755 "$ROOT/init"
 if [ -d "$GUEST/selftests" ]; then
 	cp -a "$GUEST/selftests/." "$ROOT/selftests/"
 fi
+# Dynamically linked programs (and the libraries they dlopen, listed in
+# selftests/extra-libs, one path a line) get their shared libraries from
+# the host, at the same paths.
+copy_libs() {
+	ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+		[ -e "$ROOT$lib" ] || { mkdir -p "$ROOT$(dirname "$lib")" && cp -L "$lib" "$ROOT$lib"; }
+	done
+}
+for f in "$ROOT"/selftests/* "$ROOT"/usr/bin/*; do
+	[ -f "$f" ] && [ -x "$f" ] && copy_libs "$f"
+done
+if [ -f "$ROOT/selftests/extra-libs" ]; then
+	while read -r lib; do
+		mkdir -p "$ROOT$(dirname "$lib")" && cp -L "$lib" "$ROOT$lib" && copy_libs "$lib"
+	done <"$ROOT/selftests/extra-libs"
+fi
+
 # The guest runs every executable test program, in name order.
 (cd "$ROOT/selftests" && find . -maxdepth 1 -type f -perm -u+x -name '*_test' |
 	sed 's|^\./||' | sort) >"$ROOT/selftests/list"
