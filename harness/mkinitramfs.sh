@@ -21,12 +21,18 @@ fi
 # selftests/extra-libs, one path a line) get their shared libraries from
 # the host, at the same paths.
 copy_libs() {
-	ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
-		[ -e "$ROOT$lib" ] || { mkdir -p "$ROOT$(dirname "$lib")" && cp -L "$lib" "$ROOT$lib"; }
+	local lib
+	for lib in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*' || true); do
+		if [ ! -e "$ROOT$lib" ]; then
+			mkdir -p "$ROOT$(dirname "$lib")"
+			cp -L "$lib" "$ROOT$lib"
+		fi
 	done
 }
 for f in "$ROOT"/selftests/* "$ROOT"/usr/bin/*; do
-	[ -f "$f" ] && [ -x "$f" ] && copy_libs "$f"
+	if [ -f "$f" ] && [ -x "$f" ]; then
+		copy_libs "$f"
+	fi
 done
 if [ -f "$ROOT/selftests/extra-libs" ]; then
 	while read -r lib; do

@@ -20,7 +20,7 @@
 use kernel::{
     alloc::{flags::GFP_KERNEL, KBox, KVec},
     bindings,
-    error::code::{E2BIG, EEXIST, ENOENT, ENOMEM},
+    error::code::{E2BIG, EEXIST, ENOENT},
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
@@ -185,17 +185,9 @@ impl SframeMm {
         unsafe { p.as_ref() }
     }
 
-    /// The state of `mm`, created if needed.
-    ///
-    /// # Safety
-    ///
-    /// `mm` must be live and its mmap write lock held.
-    pub(crate) unsafe fn get_or_create<'a>(mm: *mut bindings::mm_struct) -> Result<&'a SframeMm> {
-        // SAFETY: The caller guarantees `mm` is live and locked.
-        if let Some(s) = unsafe { Self::get(mm) } {
-            return Ok(s);
-        }
-        let new = KBox::new(
+    /// A new state with no registration.
+    pub(crate) fn new() -> Result<KBox<SframeMm>> {
+        Ok(KBox::new(
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
                 counters: Counters {
@@ -207,9 +199,20 @@ impl SframeMm {
                 },
             },
             GFP_KERNEL,
-        )
-        .map_err(|_| ENOMEM)?;
-        let p = KBox::into_raw(new);
+        )?)
+    }
+
+    /// The state of `mm`, created if needed.
+    ///
+    /// # Safety
+    ///
+    /// `mm` must be live and its mmap write lock held.
+    pub(crate) unsafe fn get_or_create<'a>(mm: *mut bindings::mm_struct) -> Result<&'a SframeMm> {
+        // SAFETY: The caller guarantees `mm` is live and locked.
+        if let Some(s) = unsafe { Self::get(mm) } {
+            return Ok(s);
+        }
+        let p = KBox::into_raw(Self::new()?);
         // SAFETY: `mm` is live; writers are serialised by the mmap lock, so
         // the slot is still null.
         unsafe { slot(mm) }.store(p, Release);
@@ -333,11 +336,18 @@ impl SframeMm {
         }
         // SAFETY: `p` came from `KBox::into_raw` in `get_or_create` and, with
         // the mm gone, nothing else refers to it.
-        let state = unsafe { KBox::from_raw(p) };
-        let t = state.table.load(Relaxed);
+        drop(unsafe { KBox::from_raw(p) });
+    }
+}
+
+impl Drop for SframeMm {
+    /// Frees the current table: when the state goes, no reader can hold it
+    /// (the mm has no users left, or the state was never published).
+    fn drop(&mut self) {
+        let t = self.table.load(Relaxed);
         if !t.is_null() {
-            // SAFETY: `t` came from `KBox::into_raw` in `publish`; no reader
-            // can see it any more (no users of the mm).
+            // SAFETY: `t` came from `KBox::into_raw` in `publish` and, per the
+            // above, no reader can see it any more.
             drop(unsafe { KBox::from_raw(t) });
         }
     }

@@ -362,3 +362,187 @@ pub unsafe extern "C" fn sframe_mm_unmap(
         s.unmap(start, end);
     }
 }
+
+#[kunit_tests(unwind_user_sframe)]
+mod tests {
+    use super::registry::{Section, SframeMm, MAX_SECTIONS};
+    use super::step::{rule, Rule};
+    use kernel::{
+        error::code::{E2BIG, EEXIST, ENOENT},
+        prelude::*,
+    };
+    use sframe::{Base, CfaRule, RegRule};
+
+    fn sec(text_start: usize, len: usize) -> Section {
+        Section {
+            text_start,
+            text_end: text_start + len,
+            sframe_start: 0x7000_0000 + text_start,
+            sframe_len: 64,
+        }
+    }
+
+    #[test]
+    fn registry_add_lookup_remove() -> Result {
+        let mm = SframeMm::new()?;
+        mm.add(sec(0x3000, 0x1000))?;
+        mm.add(sec(0x1000, 0x1000))?;
+        mm.add(sec(0x5000, 0x100))?;
+        assert_eq!(mm.len(), 3);
+        assert_eq!(mm.lookup(0x1000), Some(sec(0x1000, 0x1000)));
+        assert_eq!(mm.lookup(0x1fff), Some(sec(0x1000, 0x1000)));
+        assert_eq!(mm.lookup(0x2000), None);
+        assert_eq!(mm.lookup(0x3800), Some(sec(0x3000, 0x1000)));
+        assert_eq!(mm.lookup(0x50ff), Some(sec(0x5000, 0x100)));
+        assert_eq!(mm.lookup(0x5100), None);
+        assert_eq!(mm.lookup(0), None);
+        // Overlap at either end, or containing another, is refused.
+        assert_eq!(mm.add(sec(0x1fff, 2)), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x0, 0x1001)), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x2800, 0x4000)), Err(EEXIST));
+        mm.add(sec(0x2000, 0x1000))?;
+        assert_eq!(mm.remove(0x2800), Err(ENOENT));
+        mm.remove(0x2000)?;
+        assert_eq!(mm.remove(0x2000), Err(ENOENT));
+        assert_eq!(mm.lookup(0x2000), None);
+        assert_eq!(mm.len(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn registry_limit() -> Result {
+        let mm = SframeMm::new()?;
+        for i in 0..MAX_SECTIONS {
+            mm.add(sec(0x1000 * (i + 1), 0x1000))?;
+        }
+        assert_eq!(mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000)), Err(E2BIG));
+        mm.remove(0x1000)?;
+        mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000))?;
+        assert_eq!(mm.len(), MAX_SECTIONS);
+        Ok(())
+    }
+
+    #[test]
+    fn registry_unmap_and_dead() -> Result {
+        let mm = SframeMm::new()?;
+        mm.add(sec(0x1000, 0x1000))?;
+        mm.add(sec(0x3000, 0x1000))?;
+        mm.add(sec(0x5000, 0x1000))?;
+        // Unmapping part of the text drops the registration...
+        mm.unmap(0x3fff, 0x4000);
+        assert_eq!(mm.lookup(0x3000), None);
+        // ... and so does unmapping its section.
+        let s = sec(0x5000, 0x1000);
+        mm.unmap(s.sframe_start + 8, s.sframe_start + 9);
+        assert_eq!(mm.lookup(0x5000), None);
+        assert_eq!(mm.len(), 1);
+        // A section found malformed is skipped at once, counted, and
+        // pruned by the next writer.
+        mm.mark_dead(&sec(0x1000, 0x1000));
+        mm.mark_dead(&sec(0x1000, 0x1000));
+        assert_eq!(mm.lookup(0x1000), None);
+        assert_eq!(mm.counters.dropped.load(kernel::sync::atomic::Relaxed), 1);
+        mm.add(sec(0x1000, 0x1000))?;
+        assert_eq!(mm.lookup(0x1000), Some(sec(0x1000, 0x1000)));
+        // Fork copies the live registrations.
+        let child = SframeMm::new()?;
+        mm.copy_to(&child)?;
+        assert_eq!(child.lookup(0x1800), Some(sec(0x1000, 0x1000)));
+        assert_eq!(child.len(), 1);
+        Ok(())
+    }
+
+    fn row(cfa: CfaRule, ra: RegRule, fp: RegRule) -> sframe::Row {
+        sframe::Row {
+            cfa,
+            ra,
+            fp,
+            signal_frame: false,
+            outermost: false,
+            ra_mangled: false,
+            func_start: 0x1000,
+            func_size: 0x20,
+            fre_start: 0,
+        }
+    }
+
+    fn frame(r: &sframe::Row) -> Option<(i32, i32, i32, bool)> {
+        match rule(r)? {
+            Rule::Frame(f) => Some((f.cfa_off, f.ra_off, f.fp_off, f.use_fp)),
+            Rule::Outermost => Some((0, 0, 0, false)),
+        }
+    }
+
+    #[test]
+    fn rows_to_frames() {
+        let sp = |offset| CfaRule {
+            base: Base::Sp,
+            offset,
+            deref: false,
+        };
+        let fp = CfaRule {
+            base: Base::Fp,
+            offset: 16,
+            deref: false,
+        };
+        // Function entry: CFA = SP + 8, FP not saved.
+        let entry = row(sp(8), RegRule::CfaOffset(-8), RegRule::SameValue);
+        assert_eq!(frame(&entry), Some((8, -8, 0, false)));
+        // After push %rbp; mov %rsp,%rbp.
+        let body = row(fp, RegRule::CfaOffset(-8), RegRule::CfaOffset(-16));
+        assert_eq!(frame(&body), Some((16, -8, -16, true)));
+        // RA undefined: the outermost frame.
+        let outer = row(sp(8), RegRule::Undefined, RegRule::SameValue);
+        assert!(matches!(rule(&outer), Some(Rule::Outermost)));
+        // What the generic step cannot express goes to frame pointers.
+        let drap = CfaRule {
+            base: Base::Fp,
+            offset: -8,
+            deref: true,
+        };
+        assert!(rule(&row(drap, RegRule::CfaOffset(-8), RegRule::SameValue)).is_none());
+        let r10 = CfaRule {
+            base: Base::Reg(10),
+            offset: 0,
+            deref: false,
+        };
+        assert!(rule(&row(r10, RegRule::CfaOffset(-8), RegRule::SameValue)).is_none());
+    }
+
+    /// A V2 section at 0x10000 for one function at 0x11000, 0x20 bytes:
+    /// entry, after `push %rbp`, after `mov %rsp,%rbp`, at `ret`.
+    #[rustfmt::skip]
+    const SECTION: [u8; 62] = [
+        0xe2, 0xde, 2, 1,
+        3, 0, 0xf8, 0,
+        1, 0, 0, 0, 4, 0, 0, 0, 14, 0, 0, 0,
+        0, 0, 0, 0, 20, 0, 0, 0,
+        0x00, 0x10, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
+        0x00, 0x03, 0x08,
+        0x01, 0x05, 0x10, 0xf0,
+        0x04, 0x04, 0x10, 0xf0,
+        0x1f, 0x03, 0x08,
+    ];
+
+    #[test]
+    fn decoder_in_kernel() {
+        let s = sframe::Section::new(&SECTION[..], SECTION.len() as u32, 0x10000);
+        assert!(s.is_ok());
+        let Ok(mut s) = s else { return };
+        assert!(s.validate().is_ok());
+        let f = |s: &mut sframe::Section<&[u8]>, pc| s.find(pc).ok().as_ref().and_then(frame);
+        assert_eq!(f(&mut s, 0x11000), Some((8, -8, 0, false)));
+        assert_eq!(f(&mut s, 0x11003), Some((16, -8, -16, false)));
+        assert_eq!(f(&mut s, 0x11010), Some((16, -8, -16, true)));
+        assert_eq!(f(&mut s, 0x1101f), Some((8, -8, 0, false)));
+        assert_eq!(s.find(0x11020), Err(sframe::Error::NotCovered));
+        assert_eq!(s.find(0x10fff), Err(sframe::Error::NotCovered));
+        // Every truncation is refused or found malformed, never a panic.
+        for len in 0..SECTION.len() {
+            let bytes = &SECTION[..len];
+            let ok =
+                sframe::Section::new(bytes, len as u32, 0x10000).and_then(|mut s| s.validate());
+            assert!(ok.is_err());
+        }
+    }
+}
