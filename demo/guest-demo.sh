@@ -1,0 +1,48 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of `make demo` (installed as /selftests/demo.sh, run by /init in
+# demo mode with its output on ttyS1).  Profiles the workload three ways with
+# the real perf tool and prints, for each, a summary line and perf script's
+# output (gzip + base64) between markers for the host to split:
+#
+#   ### demo-run MODE seconds=S bytes=B
+#   ### demo-script MODE begin ... ### demo-script MODE end
+#
+# DEMO_SECONDS (from /selftests/demo.env if the host wrote one, default 8)
+# is how long the workload runs per profile.
+D=/selftests
+export HOME=/tmp PATH=$D:$PATH
+cd /tmp || exit 1
+DEMO_SECONDS=8
+[ -f $D/demo.env ] && . $D/demo.env
+secs=$DEMO_SECONDS
+
+echo "### demo-start $(uname -r) $(perf version 2>&1)"
+echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
+echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+
+for m in fp sframe dwarf; do
+	case $m in
+	fp)	cg=fp ;;
+	sframe)	cg=fp,defer ;;
+	dwarf)	cg=dwarf ;;
+	esac
+	t0=$(date +%s)
+	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
+	perf record -e cpu-clock:u -F 4000 --call-graph $cg -N -o $m.data \
+		-- $D/imgdemo "$secs" >$m.out 2>$m.err
+	rc=$?
+	t1=$(date +%s)
+	perf script -i $m.data -F comm,tid,time,event,ip,sym,dso \
+		>$m.txt 2>$m.script-err
+	t2=$(date +%s)
+	echo "### demo-run $m rc=$rc callgraph=$cg record_s=$((t1 - t0)) script_s=$((t2 - t1)) bytes=$(stat -c %s $m.data) lines=$(wc -l <$m.txt)"
+	sed "s/^/# $m: /" $m.out $m.err | head -20
+	sed "s/^/# $m script: /" $m.script-err | head -5
+	echo "### demo-script $m begin"
+	gzip -c $m.txt | base64
+	echo "### demo-script $m end"
+	rm -f $m.data $m.txt
+done
+echo "### demo-end"

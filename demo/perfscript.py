@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Read `perf script` text (with callchains) and check user stacks in it.
+
+Used by demo/report.py (the `make demo` table and flame graphs) and by
+demo/check-perf.sh (an assertion for the test harness).  Python 3 stdlib only.
+
+A sample is a header line (comm, tid, time, event) followed by its callchain,
+one frame a line, leaf first:  "\t    7f01c0de1234 convolve_pixel (/selftests/libfilter.so)".
+"""
+import re
+
+FRAME = re.compile(r'^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\((.*)\))?\s*$')
+
+# The demo workload's call graph: each function and its caller.
+WORKLOAD_CALLER = {
+    'convolve_pixel': 'filter_row',
+    'filter_row': 'filter_pass',
+    'filter_pass': 'filter_image',
+    'filter_image': 'apply_filters',
+    'apply_filters': 'process_image',
+    'histogram': 'compute_stats',
+    'compute_stats': 'process_image',
+    'process_image': 'run_jobs',
+    'run_jobs': 'main',
+}
+# The hot path, leaf first: most samples must show it whole, in this order.
+HOT_CHAIN = ['convolve_pixel', 'filter_row', 'filter_pass', 'filter_image',
+             'apply_filters', 'process_image', 'run_jobs', 'main']
+
+
+def parse(text):
+    """Samples of a perf script text: a list of (header, [(sym, dso), ...])
+    with frames leaf first.  Symbols perf could not resolve are '[unknown]'."""
+    samples = []
+    cur = None
+    for line in text.splitlines():
+        if not line.strip():
+            cur = None
+            continue
+        if line[0] in ' \t':
+            m = FRAME.match(line)
+            if m and cur is not None:
+                sym = m.group(2) or '[unknown]'
+                # perf may append +0xoff with -F symoff; drop it.
+                sym = re.sub(r'\+0x[0-9a-f]+$', '', sym)
+                cur[1].append((sym, m.group(3) or '[unknown]'))
+            continue
+        cur = (line.strip(), [])
+        samples.append(cur)
+    return samples
+
+
+def syms(sample):
+    return [s for s, _ in sample[1]]
+
+
+def reaches_main(sample):
+    return 'main' in syms(sample)
+
+
+def exact(sample, caller=WORKLOAD_CALLER):
+    """None if the leaf is not a workload function; else True if every frame
+    from the leaf up is the right caller, all the way to main."""
+    names = syms(sample)
+    if not names or names[0] not in caller:
+        return None
+    for i, name in enumerate(names):
+        if name == 'main':
+            return True
+        if i + 1 >= len(names) or names[i + 1] != caller.get(name):
+            return False
+    return False
+
+
+def has_chain(sample, chain=HOT_CHAIN):
+    """True if the frames @chain appear consecutively, in order (leaf first)."""
+    names = syms(sample)
+    n = len(chain)
+    return any(names[i:i + n] == chain for i in range(len(names) - n + 1))
+
+
+def stats(samples):
+    n = len(samples)
+    in_wl = [s for s in samples if exact(s) is not None]
+    return {
+        'samples': n,
+        'reach_main': sum(map(reaches_main, samples)),
+        'workload_leaf': len(in_wl),
+        'exact': sum(1 for s in in_wl if exact(s)),
+        'hot_chain': sum(map(has_chain, samples)),
+        'depth_sum': sum(len(s[1]) for s in samples),
+    }
+
+
+def folded(samples, comm_root=False):
+    """Collapsed stacks ("root;...;leaf count" lines) for flame graphs."""
+    counts = {}
+    for hdr, frames in samples:
+        names = [s for s, _ in reversed(frames)] or ['[no stack]']
+        if comm_root:
+            names.insert(0, hdr.split()[0])
+        key = ';'.join(n.replace(';', ':') for n in names)
+        counts[key] = counts.get(key, 0) + 1
+    return ''.join(f'{k} {v}\n' for k, v in sorted(counts.items()))
+
+
+def check(text, chain=HOT_CHAIN, min_share=0.5, min_exact=0.95, min_samples=50):
+    """Assert that @chain appears, in order, in at least @min_share of the
+    samples of @text and that at least @min_exact of the samples whose leaf is
+    a workload function have exactly the right callers up to main.
+    Returns (ok, message)."""
+    samples = parse(text)
+    st = stats(samples)
+    n, wl = st['samples'], st['workload_leaf']
+    share = st['hot_chain'] / n if n else 0.0
+    ex = st['exact'] / wl if wl else 0.0
+    msg = (f"samples {n}, full chain {'>'.join(chain)} in {st['hot_chain']} "
+           f"({100 * share:.1f}%), workload-leaf samples {wl} with exact "
+           f"callers to main {st['exact']} ({100 * ex:.1f}%), reach main "
+           f"{st['reach_main']}")
+    ok = n >= min_samples and share >= min_share and ex >= min_exact
+    return ok, msg

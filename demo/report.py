@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host side of `make demo`: split the guest's results.log into the three
+perf script outputs, print the comparison table, write collapsed stacks and
+flame graphs (inferno-flamegraph if installed, else a built-in SVG renderer),
+and end with the one-line summary.
+
+Usage: report.py RESULTS_LOG OUTDIR
+"""
+import base64
+import gzip
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perfscript  # noqa: E402
+
+MODES = [('fp', 'fp (IRQ-time walker)', '--call-graph fp'),
+         ('sframe', 'SFrame (deferred)', '--call-graph fp,defer'),
+         ('dwarf', 'DWARF (perf copy)', '--call-graph dwarf')]
+
+
+def split_log(path):
+    runs, blobs, notes = {}, {}, []
+    cur = None
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\r\n')
+            m = re.match(r'### demo-run (\w+) (.*)', line)
+            if m:
+                runs[m.group(1)] = dict(kv.split('=', 1) for kv in m.group(2).split())
+                continue
+            m = re.match(r'### demo-script (\w+) (begin|end)', line)
+            if m:
+                cur = m.group(1) if m.group(2) == 'begin' else None
+                if cur:
+                    blobs[cur] = []
+                continue
+            if cur:
+                blobs[cur].append(line.strip())
+            elif line.startswith('# ') or line.startswith('### demo-start'):
+                notes.append(line)
+    texts = {}
+    for m, b in blobs.items():
+        try:
+            texts[m] = gzip.decompress(base64.b64decode(''.join(b))).decode(errors='replace')
+        except (ValueError, OSError, EOFError, zlib.error) as e:
+            print(f'demo: {m}: cannot decode perf script output: {e}', file=sys.stderr)
+    return runs, texts, notes
+
+
+def inferno():
+    for p in (shutil.which('inferno-flamegraph'),
+              os.path.expanduser('~/.cargo/bin/inferno-flamegraph')):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def color(name):
+    h = zlib.crc32(name.encode())
+    if name.startswith('[') or name == '[unknown]':
+        return 'rgb(190,190,190)'
+    return f'rgb({205 + h % 50},{80 + (h >> 8) % 120},{40 + (h >> 16) % 50})'
+
+
+def svg_flamegraph(folded, title, width=1200, row=16):
+    """A minimal flame graph: same layout idea as flamegraph.pl."""
+    root = {'n': 0, 'c': {}}
+    for line in folded.splitlines():
+        stack, cnt = line.rsplit(' ', 1)
+        cnt = int(cnt)
+        node = root
+        node['n'] += cnt
+        for fr in stack.split(';'):
+            node = node['c'].setdefault(fr, {'n': 0, 'c': {}})
+            node['n'] += cnt
+    total = root['n'] or 1
+    rects = []
+    maxd = [0]
+
+    def walk(node, x, depth):
+        for name in sorted(node['c']):
+            ch = node['c'][name]
+            w = ch['n'] / total * (width - 20)
+            rects.append((x, depth, w, name, ch['n']))
+            maxd[0] = max(maxd[0], depth)
+            walk(ch, x, depth + 1)
+            x += w
+    walk(root, 10, 0)
+    height = (maxd[0] + 1) * row + 60
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="Verdana" font-size="11">',
+           f'<rect width="100%" height="100%" fill="#f8f8f0"/>',
+           f'<text x="{width // 2}" y="24" text-anchor="middle" font-size="16">'
+           f'{html.escape(title)}</text>']
+    for x, d, w, name, n in rects:
+        y = height - 20 - (d + 1) * row
+        label = name if w > 7 * len(name) else name[:max(0, int(w / 7) - 2)] + '..' if w > 28 else ''
+        out.append(f'<g><title>{html.escape(name)} ({n} samples, {100 * n / total:.1f}%)</title>'
+                   f'<rect x="{x:.1f}" y="{y}" width="{max(w - 0.5, 0.1):.1f}" height="{row - 1}" '
+                   f'fill="{color(name)}" rx="2"/>'
+                   f'<text x="{x + 3:.1f}" y="{y + row - 4}">{html.escape(label)}</text></g>')
+    out.append('</svg>\n')
+    return '\n'.join(out)
+
+
+def flamegraph(folded, title, svg):
+    tool = inferno()
+    if tool:
+        r = subprocess.run([tool, '--title', title, '--width', '1200'],
+                           input=folded, capture_output=True, text=True)
+        if r.returncode == 0:
+            with open(svg, 'w') as f:
+                f.write(r.stdout)
+            return 'inferno'
+    with open(svg, 'w') as f:
+        f.write(svg_flamegraph(folded, title))
+    return 'built-in'
+
+
+def pct(a, b):
+    return 100.0 * a / b if b else 0.0
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    log, outdir = sys.argv[1], sys.argv[2]
+    os.makedirs(outdir, exist_ok=True)
+    runs, texts, notes = split_log(log)
+    for n in notes:
+        print(n)
+    rows, res = [], {}
+    for mode, label, opt in MODES:
+        if mode not in texts:
+            print(f'demo: no perf script output for {mode} (see {log})', file=sys.stderr)
+            continue
+        txt = os.path.join(outdir, f'{mode}.perf-script.txt')
+        with open(txt, 'w') as f:
+            f.write(texts[mode])
+        samples = perfscript.parse(texts[mode])
+        st = perfscript.stats(samples)
+        n = st['samples']
+        nbytes = int(runs.get(mode, {}).get('bytes', 0))
+        res[mode] = dict(st, bytes=nbytes, main=pct(st['reach_main'], n),
+                         bps=nbytes / n if n else 0.0)
+        fold = perfscript.folded(samples)
+        with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
+            f.write(fold)
+        svg = os.path.join(outdir, f'flamegraph-{mode}.svg')
+        how = flamegraph(fold, f'imgdemo, {label}: {opt} ({n} samples)', svg)
+        res[mode]['svg'] = (svg, how)
+        rows.append((label, opt, st, res[mode], runs.get(mode, {})))
+
+    hdr = (f"{'unwinder':<22} {'perf record option':<22} {'samples':>7} {'reach main':>10} "
+           f"{'exact':>7} {'hot chain':>9} {'mean depth':>10} {'bytes/sample':>12} {'record s':>8}")
+    print()
+    print(hdr)
+    print('-' * len(hdr))
+    for label, opt, st, r, run in rows:
+        n = st['samples']
+        print(f"{label:<22} {opt:<22} {n:>7} {r['main']:>9.1f}% "
+              f"{pct(st['exact'], st['workload_leaf']):>6.1f}% {pct(st['hot_chain'], n):>8.1f}% "
+              f"{st['depth_sum'] / n if n else 0:>10.2f} {r['bps']:>12.0f} {run.get('record_s', '?'):>8}")
+    print()
+    print('reach main: share of samples whose user stack reaches main();')
+    print('exact: of samples whose leaf is a workload function, share with every caller right up to main;')
+    print('hot chain: share of samples with convolve_pixel>filter_row>filter_pass>filter_image>'
+          'apply_filters>process_image>run_jobs>main in order;')
+    print('bytes/sample: perf.data size / samples (headers included).')
+    print()
+    for mode, _, _ in MODES:
+        if mode in res:
+            svg, how = res[mode]['svg']
+            print(f'demo: flame graph {mode}: {svg} ({how})')
+    print(f'demo: perf script outputs and collapsed stacks in {outdir}')
+
+    def g(m, k, fmt):
+        return fmt % res[m][k] if m in res else 'n/a'
+    print('demo: complete_stacks fp=%s sframe=%s dwarf=%s bytes_per_sample fp=%s sframe=%s dwarf=%s' % (
+        g('fp', 'main', '%.1f%%'), g('sframe', 'main', '%.1f%%'), g('dwarf', 'main', '%.1f%%'),
+        g('fp', 'bps', '%.0f'), g('sframe', 'bps', '%.0f'), g('dwarf', 'bps', '%.0f')))
+    return 0 if len(res) == len(MODES) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
