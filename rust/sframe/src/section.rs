@@ -436,6 +436,17 @@ impl<R: Reader> Section<R> {
         lo.checked_sub(1).ok_or(Error::NotCovered)
     }
 
+    /// Find the function descriptor whose function contains `pc` (binary
+    /// search, O(log n) reads), or [`Error::NotCovered`].
+    pub fn find_fde(&mut self, pc: u64) -> Result<Fde, Error> {
+        let i = self.search(pc)?;
+        let fde = self.fde(i)?;
+        if !fde.contains(pc) {
+            return Err(Error::NotCovered);
+        }
+        Ok(fde)
+    }
+
     /// Find the unwind row for `pc`.
     ///
     /// The FDEs must be sorted by start address. The `SFRAME_F_FDE_SORTED`
@@ -450,11 +461,7 @@ impl<R: Reader> Section<R> {
     /// first row. Any inconsistency met on the way is reported as a
     /// malformed-section error, whether or not [`Section::validate`] ran.
     pub fn find(&mut self, pc: u64) -> Result<Row, Error> {
-        let i = self.search(pc)?;
-        let fde = self.fde(i)?;
-        if !fde.contains(pc) {
-            return Err(Error::NotCovered);
-        }
+        let fde = self.find_fde(pc)?;
         let mut ip_off =
             u32::try_from(pc.saturating_sub(fde.func_start)).map_err(|_| Error::NotCovered)?;
         if fde.pc_type == PcType::Mask {

@@ -26,6 +26,8 @@ pub struct CorpusFile {
     pub elf: Vec<u8>,
     pub objdump: Option<String>,
     pub llvm: Option<String>,
+    /// libsframe's sframe_find_fre answers (tests/corpus/findfre.c).
+    pub libsframe: Option<String>,
 }
 
 /// All corpus binaries, sorted by name.
@@ -47,6 +49,7 @@ pub fn corpus() -> Vec<CorpusFile> {
             CorpusFile {
                 objdump: rd("objdump"),
                 llvm: rd("llvm-readelf"),
+                libsframe: rd("libsframe"),
                 name,
                 elf,
             }

@@ -49,7 +49,7 @@ common_pkgs="binutils-common libbinutils libctf-nobfd0 libctf0 libjansson4 libzs
 
 fetch_suite() {
 	local suite=$1 sframe_pkg=$2 root=$TC/$1
-	if [ -x "$root/bin/objdump" ] && [ -x "$root/aarch64/objdump" ]; then
+	if [ -x "$root/bin/objcopy" ] && [ -x "$root/aarch64/objcopy" ]; then
 		return
 	fi
 	local dl
@@ -72,7 +72,7 @@ fetch_suite() {
 	for arch in x86_64 aarch64; do
 		local out=$root/bin
 		[ $arch = x86_64 ] || out=$root/aarch64
-		for t in as ld objdump readelf; do
+		for t in as ld objdump readelf objcopy; do
 			cat >"$out/$t" <<EOT
 #!/bin/sh
 exec "$lib/ld-linux-x86-64.so.2" --library-path "$lib" "$root/root/usr/bin/$arch-linux-gnu-$t" "\$@"

@@ -7,6 +7,7 @@
  * gap), frames needing 2- and 4-byte offsets and a function over 64 KiB
  * (4-byte FRE start offsets).
  */
+	.file	"asm.S"
 	.text
 
 	.globl	_start
