@@ -9,7 +9,7 @@
 //! written to DIR, for benches/libsframe.sh to time libsframe 2.40's
 //! `sframe_find_fre` on the same input.
 
-use sframe::{Reader, Section};
+use sframe::{Error, Reader, Section};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -100,6 +100,23 @@ fn time_find<R: Reader>(sec: &mut Section<R>, pcs: &[u64]) -> f64 {
     t.elapsed().as_nanos() as f64 / (rounds as f64 * pcs.len() as f64)
 }
 
+/// Counts reader calls and bytes, to report the cost a user-copy reader
+/// would pay per lookup.
+struct Counting<'a> {
+    bytes: &'a [u8],
+    calls: u64,
+    copied: u64,
+}
+
+impl Reader for Counting<'_> {
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
+        self.calls += 1;
+        self.copied += buf.len() as u64;
+        let mut s = self.bytes;
+        s.read(offset, buf)
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let write_dir = match args.get(1).map(String::as_str) {
@@ -108,8 +125,8 @@ fn main() {
         _ => None,
     };
     println!(
-        "{:>8} {:>4} {:>10} {:>12} {:>14}",
-        "FDEs", "ver", "bytes", "ns/find", "ns/FDE valid."
+        "{:>8} {:>4} {:>10} {:>10} {:>14} {:>12} {:>12}",
+        "FDEs", "ver", "bytes", "ns/find", "ns/FDE valid.", "reads/find", "bytes/find"
     );
     for n in [1_000u32, 10_000, 100_000] {
         let lookups = pcs(n, 4096);
@@ -120,10 +137,23 @@ fn main() {
             sec.validate().expect("validate");
             let val = t.elapsed().as_nanos() as f64 / f64::from(n);
             let ns = time_find(&mut sec, &lookups);
+            let mut counting = Counting {
+                bytes: &bytes,
+                calls: 0,
+                copied: 0,
+            };
+            let mut csec = Section::new(&mut counting, bytes.len() as u32, SECTION_ADDR).unwrap();
+            for &pc in &lookups {
+                csec.find(pc).expect("find");
+            }
+            drop(csec);
+            let k = lookups.len() as f64;
             println!(
-                "{n:>8} {:>4} {:>10} {ns:>12.1} {val:>14.1}",
+                "{n:>8} {:>4} {:>10} {ns:>10.1} {val:>14.1} {:>12.1} {:>12.1}",
                 format!("V{version}"),
-                bytes.len()
+                bytes.len(),
+                (counting.calls - 1) as f64 / k,
+                (counting.copied - 28) as f64 / k
             );
             if version == 1 {
                 if let Some(dir) = &write_dir {
