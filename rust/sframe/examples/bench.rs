@@ -142,11 +142,13 @@ fn main() {
                 calls: 0,
                 copied: 0,
             };
-            let mut csec = Section::new(&mut counting, bytes.len() as u32, SECTION_ADDR).unwrap();
-            for &pc in &lookups {
-                csec.find(pc).expect("find");
+            {
+                let mut csec =
+                    Section::new(&mut counting, bytes.len() as u32, SECTION_ADDR).unwrap();
+                for &pc in &lookups {
+                    csec.find(pc).expect("find");
+                }
             }
-            drop(csec);
             let k = lookups.len() as f64;
             println!(
                 "{n:>8} {:>4} {:>10} {ns:>10.1} {val:>14.1} {:>12.1} {:>12.1}",
