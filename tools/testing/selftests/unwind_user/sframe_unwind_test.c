@@ -66,68 +66,12 @@ static const char *const chain[] = {
 };
 #define CHAIN_LEN ((int)ARRAY_SIZE(chain))
 
-struct tally {
-	int in_chain, complete, wrong;
-};
-
-static bool reaches_main(const struct ustack *st)
-{
-	unsigned int i;
-
-	for (i = 0; i < st->nr; i++)
-		if (sym_name(st->ip[i]) && !strcmp(sym_name(st->ip[i]), "main"))
-			return true;
-	return false;
-}
-
-/*
- * A stack is checked from its first frame, which must lie in the chain:
- * every later frame must be the next caller, up to sample_stacks, and the
- * stack must go on to main.
- */
 static struct tally check(const struct stacks *s, int verbose)
 {
-	struct tally t = {};
-	unsigned int i;
-	int k;
-
-	for (i = 0; i < s->nr; i++) {
-		const struct ustack *st = &s->s[i];
-		const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
-		int r = -1;
-
-		for (k = 0; top && k < CHAIN_LEN - 1; k++) {
-			if (!strcmp(top, chain[k])) {
-				r = stack_matches(st, chain + k, CHAIN_LEN - k);
-				break;
-			}
-		}
-		if (r < 0)
-			continue;
-		t.in_chain++;
-		if (r == 1 && reaches_main(st)) {
-			t.complete++;
-		} else {
-			unsigned int j;
-
-			t.wrong++;
-			if (verbose && t.wrong <= 3) {
-				printf("# incomplete stack:");
-				for (j = 0; j < st->nr && j < 12; j++)
-					printf(" %s", sym_name(st->ip[j]) ?: "?");
-				printf("\n");
-			}
-		}
-	}
-	return t;
+	return chain_check(s, chain, CHAIN_LEN, "main", verbose ? 3 : 0);
 }
 
 static struct stacks stacks;
-
-static int query(struct unwind_user_info *info)
-{
-	return unwind_prctl(UNWIND_USER_QUERY, (unsigned long)info, sizeof(*info), 0);
-}
 
 FIXTURE(unwind) {
 	struct unwind_user_sframe sec;
@@ -150,10 +94,10 @@ TEST_F(unwind, deep_chain_complete)
 	struct unwind_user_info before, after;
 	struct tally t;
 
-	ASSERT_EQ(0, query(&before));
+	ASSERT_EQ(0, unwind_query(&before));
 	ASSERT_EQ(1, before.nr_sections);
 	ASSERT_EQ(0, sample_stacks(run_chain, &n, 4000, &stacks));
-	ASSERT_EQ(0, query(&after));
+	ASSERT_EQ(0, unwind_query(&after));
 	t = check(&stacks, 1);
 	printf("# samples %u, deferred stacks %u, in chain %d, complete %d, wrong %d\n",
 	       stacks.samples, stacks.nr, t.in_chain, t.complete, t.wrong);
@@ -183,10 +127,10 @@ TEST_F(unwind, fallback_and_reregister)
 
 	ASSERT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER,
 				  self->sec.text_start, 0, 0));
-	ASSERT_EQ(0, query(&before));
+	ASSERT_EQ(0, unwind_query(&before));
 	ASSERT_EQ(0, before.nr_sections);
 	ASSERT_EQ(0, sample_stacks(run_chain, &n, 4000, &stacks));
-	ASSERT_EQ(0, query(&after));
+	ASSERT_EQ(0, unwind_query(&after));
 	fp = check(&stacks, 0);
 	EXPECT_EQ(after.sframe_frames, before.sframe_frames);
 	EXPECT_GT(after.fp_fallbacks, before.fp_fallbacks);

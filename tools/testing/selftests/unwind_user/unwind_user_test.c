@@ -22,7 +22,8 @@
 #define PERF_RECORD_CALLCHAIN_DEFERRED 22
 #endif
 
-#define RING_PAGES 256
+/* 4 MiB: room for about a thousand stacks of the deepest kind. */
+#define RING_PAGES 1024
 
 static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 		  struct stacks *out)
@@ -166,9 +167,30 @@ int sym_init(void)
 	return nsyms ? 0 : -1;
 }
 
+/* Names of generated code, by sym_add(). */
+#define MAX_ADDED 64
+static struct sym added[MAX_ADDED];
+static unsigned int nadded;
+
+void sym_add(const char *name, uint64_t addr, uint64_t size)
+{
+	if (nadded < MAX_ADDED)
+		added[nadded++] = (struct sym){ addr, size, name };
+}
+
+void sym_clear_added(void)
+{
+	nadded = 0;
+}
+
 const char *sym_name(uint64_t ip)
 {
 	size_t lo = 0, hi = nsyms;
+	unsigned int i;
+
+	for (i = 0; i < nadded; i++)
+		if (ip >= added[i].addr && ip < added[i].addr + added[i].size)
+			return added[i].name;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -240,4 +262,65 @@ int stack_matches(const struct ustack *st, const char *const *names, int n)
 		return 1;
 	}
 	return -1;
+}
+
+bool stack_has(const struct ustack *st, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < st->nr; i++) {
+		const char *s = sym_name(st->ip[i]);
+
+		if (s && !strcmp(s, name))
+			return true;
+	}
+	return false;
+}
+
+void stack_print(const char *prefix, const struct ustack *st, unsigned int max)
+{
+	unsigned int i;
+
+	printf("# %s (%u frames):", prefix, st->nr);
+	for (i = 0; i < st->nr && i < max; i++) {
+		const char *s = sym_name(st->ip[i]);
+
+		if (s)
+			printf(" %s", s);
+		else
+			printf(" %#llx", (unsigned long long)st->ip[i]);
+	}
+	printf("%s\n", st->nr > max ? " ..." : "");
+}
+
+struct tally chain_check(const struct stacks *s, const char *const *chain,
+			 int n, const char *root, int verbose)
+{
+	struct tally t = {};
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < s->nr; i++) {
+		const struct ustack *st = &s->s[i];
+		const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
+		int r = -1;
+
+		for (k = 0; top && k < n - 1; k++) {
+			if (!strcmp(top, chain[k])) {
+				r = stack_matches(st, chain + k, n - k);
+				break;
+			}
+		}
+		if (r < 0)
+			continue;
+		t.in_chain++;
+		if (r == 1 && (!root || stack_has(st, root))) {
+			t.complete++;
+		} else {
+			t.wrong++;
+			if (t.wrong <= verbose)
+				stack_print("wrong stack", st, 16);
+		}
+	}
+	return t;
 }

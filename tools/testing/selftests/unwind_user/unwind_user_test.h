@@ -19,6 +19,16 @@
 #define MAX_STACKS	4096
 #define MAX_DEPTH	512
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
+/*
+ * Most entries of a deferred user stack: kernel/unwind/deferred.c keeps
+ * them in a 4 KiB cache, (SZ_4K - sizeof(struct unwind_cache)) / 8.
+ */
+#define UNWIND_MAX_ENTRIES	510
+
 struct ustack {
 	uint64_t cookie;
 	unsigned int nr;
@@ -44,6 +54,10 @@ const char *sym_name(uint64_t ip);
 int sym_init(void);
 /* Address and size of symbol @name, 0 on success. */
 int sym_addr(const char *name, uint64_t *addr, uint64_t *size);
+/* Name [@addr, @addr + @size) (generated code); looked up before the ELF. */
+void sym_add(const char *name, uint64_t addr, uint64_t size);
+/* Forget the names sym_add() gave. */
+void sym_clear_added(void);
 
 /* Text and .sframe of this executable (from its program headers). */
 int self_sframe(struct unwind_user_sframe *sec);
@@ -62,5 +76,34 @@ static inline long unwind_prctl(unsigned long op, unsigned long a3,
  * @names[0].
  */
 int stack_matches(const struct ustack *st, const char *const *names, int n);
+
+/* Does some frame of @st have the symbol @name? */
+bool stack_has(const struct ustack *st, const char *name);
+
+/* Print the symbols of @st's first @max frames after @prefix. */
+void stack_print(const char *prefix, const struct ustack *st, unsigned int max);
+
+struct tally {
+	int in_chain;	/* stacks whose first frame is in the chain */
+	int complete;	/* of those, right to the chain's end and @root */
+	int wrong;	/* the others */
+};
+
+/*
+ * Check the stacks of @s against the call chain @chain[0..@n) (innermost
+ * first). A stack counts if its first frame is in one of @chain[0..n-1);
+ * from there each frame must be the next caller of the chain, to its end,
+ * and (unless @root is NULL) some later frame must be @root. Up to
+ * @verbose wrong stacks are printed.
+ */
+struct tally chain_check(const struct stacks *s, const char *const *chain,
+			 int n, const char *root, int verbose);
+
+/* prctl(PR_UNWIND_USER, UNWIND_USER_QUERY): 0 or -errno. */
+static inline long unwind_query(struct unwind_user_info *info)
+{
+	return unwind_prctl(UNWIND_USER_QUERY, (unsigned long)info,
+			    sizeof(*info), 0);
+}
 
 #endif

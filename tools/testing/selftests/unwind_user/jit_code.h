@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A JIT-like code window for the unwinder selftests: three generated x86-64
+ * functions that call each other, the last one calling back into C, and a
+ * synthetic SFrame section (sframe_gen.h) that describes them.
+ *
+ *   jit_a:  sub $8,%rsp; spin; call jit_b; add $8,%rsp; ret
+ *   jit_b:  push %rbp; mov %rsp,%rbp; sub $16,%rsp; spin; call jit_c;
+ *           leave; ret
+ *   jit_c:  push %rbx; spin; movabs $callback,%rax; call *%rax; pop %rbx; ret
+ *
+ * ("spin" is mov $loops,%ecx; 1: dec %ecx; jnz 1b.) jit_a's frame is SP
+ * based, jit_b's FP based with the caller's FP saved, jit_c's SP based
+ * again: the section has a row for every instruction boundary where the
+ * CFA or the FP rule changes.
+ *
+ * The window is two pages mapped together: the code page (written RW, then
+ * made RX) and the page after it (RW) holding the section, so that the
+ * section's 32-bit function offsets reach the code.
+ */
+#ifndef JIT_CODE_H
+#define JIT_CODE_H
+
+#include <stdint.h>
+#include <linux/unwind_user.h>
+
+#include "sframe_gen.h"
+
+#define JIT_NR_FUNCS	3
+#define JIT_A		0
+#define JIT_B		1
+#define JIT_C		2
+
+struct jit_fn {
+	const char *name;
+	uint64_t start;
+	uint32_t size;
+};
+
+struct jit {
+	uint8_t *map;			/* both pages */
+	uint8_t *text;			/* code page, RX */
+	uint8_t *sec;			/* section page, RW */
+	size_t page;
+	ssize_t sec_len;
+	unsigned int opts;		/* sframe_gen options */
+	struct jit_fn fn[JIT_NR_FUNCS];
+	struct unwind_user_sframe reg;	/* whole code page + the section */
+	void (*entry)(void);		/* jit_a */
+};
+
+/*
+ * Map a window, generate the code (each function spins @loops times before
+ * its call; @callback is what jit_c calls), write the section with the
+ * sframe_gen options @opts and fill in @j->reg. Returns 0 or -1.
+ */
+int jit_build(struct jit *j, void (*callback)(void), uint32_t loops,
+	      unsigned int opts);
+
+/* The functions and rows the section describes (@out has 3 entries). */
+void jit_funcs(const struct jit *j, struct sfg_func *out);
+
+/* Rewrite the section from jit_funcs() (e.g. after a test scribbled on it). */
+int jit_write_section(struct jit *j);
+
+/* prctl REGISTER / UNREGISTER of the window: 0 or -errno. */
+long jit_register(struct jit *j);
+long jit_unregister(struct jit *j);
+
+/* Add the JIT functions to the symbolizer (sym_name()). */
+void jit_add_syms(const struct jit *j);
+
+void jit_free(struct jit *j);
+
+#endif
