@@ -308,8 +308,9 @@ impl<R: Reader> Section<R> {
         })
     }
 
-    /// Walk the FREs of `fde` in order, checking each, and return the last
-    /// one allowed by `stop` together with the number of FREs read.
+    /// Walk the FREs of `fde` in order, checking each and passing it to
+    /// `each`, and return the last one allowed by `stop` (the last FRE
+    /// starting at or below the offset for [`Stop::After`]).
     ///
     /// Checks: every FRE lies inside the FRE sub-section, start offsets
     /// strictly increase and do not pass the function end.
