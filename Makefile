@@ -3,7 +3,8 @@
 # Driver for the SFrame user-space unwinder series on Linux 7.2.
 #
 #   make check    install what is missing, build, boot under QEMU, run every test
-#   make demo     boot and profile the bundled workload
+#   make demo     boot and profile the bundled workload with perf (demo/)
+#   make perf     build tools/perf of the same tree, on the host
 #   make kernel   build bzImage only
 #   make boot     interactive shell in the guest
 #   make series   write the git format-patch series against pristine 7.2
@@ -29,7 +30,7 @@ KMAKE := $(MAKE) -C $(SRC) O=$(OUT) -j$(JOBS) \
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: check demo kernel boot series deps source apply config \
-	host-test selftests initramfs clean-build
+	host-test selftests initramfs clean-build perf
 
 deps:
 	@harness/install-deps.sh
@@ -69,11 +70,13 @@ initramfs: selftests
 check: kernel initramfs series
 	@harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
 
-demo: kernel initramfs
-	@harness/run-guest.sh $(OUT)/arch/x86/boot/bzImage $(GUEST)/initramfs.cpio.gz \
-		$(GUEST)/demo demo $(BOOT_TIMEOUT)
-	@grep -q 'unwind_user: SFrame unwinder' $(GUEST)/demo/console.log && \
-		grep 'unwind_user:' $(GUEST)/demo/console.log
+perf: apply
+	@harness/build-perf.sh $(SRC) $(KBUILD_DIR)/perf
+
+# Its own initramfs (busybox, perf, the workload), its own outputs.
+demo: kernel perf
+	@demo/run-demo.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
+		$(KBUILD_DIR)/demo $(BOOT_TIMEOUT)
 
 boot: kernel initramfs
 	harness/run-guest.sh $(OUT)/arch/x86/boot/bzImage $(GUEST)/initramfs.cpio.gz \

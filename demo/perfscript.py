@@ -7,7 +7,10 @@ demo/check-perf.sh (an assertion for the test harness).  Python 3 stdlib only.
 A sample is a header line (comm, tid, time, event) followed by its callchain,
 one frame a line, leaf first:  "\t    7f01c0de1234 convolve_pixel (/selftests/libfilter.so)".
 """
+import base64
+import gzip
 import re
+import sys
 
 FRAME = re.compile(r'^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\((.*)\))?\s*$')
 
@@ -120,3 +123,34 @@ def check(text, chain=HOT_CHAIN, min_share=0.5, min_exact=0.95, min_samples=50):
            f"{st['reach_main']}")
     ok = n >= min_samples and share >= min_share and ex >= min_exact
     return ok, msg
+
+
+def from_results_log(text, mode='sframe'):
+    """The perf script text of run @mode out of a demo guest's results.log."""
+    blob = text.split(f'### demo-script {mode} begin', 1)[1]
+    blob = blob.split(f'### demo-script {mode} end', 1)[0]
+    return gzip.decompress(base64.b64decode(''.join(blob.split()))).decode(errors='replace')
+
+
+def main(argv):
+    """perfscript.py check FILE|- [MIN_SHARE [MIN_EXACT]]: see check-perf.sh."""
+    if len(argv) < 3 or argv[1] != 'check':
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    path = argv[2]
+    min_share = float(argv[3]) if len(argv) > 3 else 0.5
+    min_exact = float(argv[4]) if len(argv) > 4 else 0.95
+    if path == '-':
+        text = sys.stdin.read()
+    else:
+        with open(path, errors='replace') as f:
+            text = f.read()
+    if '### demo-script sframe begin' in text:
+        text = from_results_log(text, 'sframe')
+    ok, msg = check(text, min_share=min_share, min_exact=min_exact)
+    print(('ok - ' if ok else 'not ok - ') + 'perf script stacks: ' + msg)
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

@@ -1,0 +1,47 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make demo: build the workload, put it and perf into an initramfs of its
+# own, boot the test kernel, profile the workload three ways inside the guest
+# (demo/guest-demo.sh) and report on the host (demo/report.py).
+#
+# Usage: run-demo.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
+#   OUTDIR gets guest/ (the initramfs tree), run/ (console.log, results.log),
+#   the flame graphs, the perf script outputs and report.txt.
+# Environment: DEMO_SECONDS, seconds the workload runs per profile (8).
+set -euo pipefail
+BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(dirname "$HERE")
+G=$OUT/guest/selftests
+export PATH=$HOME/.cargo/bin:$PATH
+mkdir -p "$OUT"
+
+# Flame graphs: inferno if it can be had, else report.py draws its own.
+if ! command -v inferno-flamegraph >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
+	echo "demo: cargo install inferno (once)"
+	cargo install --quiet --locked inferno >"$OUT/inferno-install.log" 2>&1 ||
+		echo "demo: inferno did not install (see $OUT/inferno-install.log); using the built-in SVG renderer"
+fi
+
+rm -rf "$OUT/guest"
+mkdir -p "$G"
+make -s -C "$HERE" O="$G"
+# perf without its debug info: the symbol table is enough, the initramfs
+# stays small.
+strip --strip-debug -o "$G/perf" "$PERF"
+install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
+echo "DEMO_SECONDS=${DEMO_SECONDS:-8}" >"$G/demo.env"
+"$REPO/harness/mkinitramfs.sh" "$OUT/guest" "$OUT/initramfs.cpio.gz"
+
+start=$(date +%s)
+rc=0
+"$REPO/harness/run-guest.sh" "$BZ" "$OUT/initramfs.cpio.gz" "$OUT/run" demo "$TIMEOUT" || rc=$?
+echo "demo: guest ran $(( $(date +%s) - start )) s (exit $rc), logs in $OUT/run"
+if ! grep -q '### demo-end' "$OUT/run/results.log" 2>/dev/null; then
+	echo "demo: the guest did not finish the demo; tail of $OUT/run/console.log:" >&2
+	tail -20 "$OUT/run/console.log" >&2
+	exit 1
+fi
+python3 "$HERE/report.py" "$OUT/run/results.log" "$OUT" | tee "$OUT/report.txt"
+exit "${PIPESTATUS[0]}"
