@@ -127,10 +127,13 @@ int jit_build(struct jit *j, void (*callback)(void), uint32_t loops,
 
 	memset(j, 0, sizeof(*j));
 	j->page = sysconf(_SC_PAGESIZE);
-	j->opts = opts;
+	j->opts = opts & ~JIT_RWX;
 	j->map = mmap(NULL, 2 * j->page, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (j->map == MAP_FAILED)
+		return -1;
+	if ((opts & JIT_RWX) &&
+	    mprotect(j->map, j->page, PROT_READ | PROT_WRITE | PROT_EXEC))
 		return -1;
 	j->text = j->map;
 	j->sec = j->map + j->page;
@@ -140,7 +143,8 @@ int jit_build(struct jit *j, void (*callback)(void), uint32_t loops,
 		j->fn[i].size = fn_size[i];
 	}
 	gen_code(j, callback, loops);
-	if (mprotect(j->text, j->page, PROT_READ | PROT_EXEC))
+	if (!(opts & JIT_RWX) &&
+	    mprotect(j->text, j->page, PROT_READ | PROT_EXEC))
 		return -1;
 	j->entry = (void (*)(void))(j->text + fn_off[JIT_A]);
 	j->reg.text_start = (uintptr_t)j->text;

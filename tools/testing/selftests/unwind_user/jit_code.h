@@ -26,6 +26,9 @@
 
 #include "sframe_gen.h"
 
+/* jit_build() option, next to the sframe_gen ones: map the code RWX. */
+#define JIT_RWX		0x100
+
 #define JIT_NR_FUNCS	3
 #define JIT_A		0
 #define JIT_B		1
@@ -52,7 +55,8 @@ struct jit {
 /*
  * Map a window, generate the code (each function spins @loops times before
  * its call; @callback is what jit_c calls), write the section with the
- * sframe_gen options @opts and fill in @j->reg. Returns 0 or -1.
+ * sframe_gen options in @opts and fill in @j->reg. The code page is mapped
+ * RW and made RX once written, or mapped RWX with JIT_RWX. Returns 0 or -1.
  */
 int jit_build(struct jit *j, void (*callback)(void), uint32_t loops,
 	      unsigned int opts);
