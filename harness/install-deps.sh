@@ -10,7 +10,7 @@ APT_PKGS=(
 	build-essential flex bison bc cpio kmod xz-utils rsync python3 git
 	libelf-dev libssl-dev libdw-dev libzstd-dev
 	qemu-system-x86 busybox-static
-	rustc-web rust-web-src libclang-dev clang
+	rustc-web rust-web-src rust-web-clippy libclang-dev clang
 	binutils file
 )
 

@@ -28,11 +28,15 @@ impl sframe::Reader for UserReader {
             .base
             .checked_add(offset as usize)
             .ok_or(SfError::Read)?;
-        UserSlice::new(UserPtr::from_addr(addr), buf.len())
-            .reader()
-            .read_slice(buf)
-            .map_err(|_| SfError::Read)
+        copy_from_user(addr, buf).map_err(|_| SfError::Read)
     }
+}
+
+/// Fills `buf` from the current task's memory at `addr`; may fault.
+fn copy_from_user(addr: usize, buf: &mut [u8]) -> Result {
+    UserSlice::new(UserPtr::from_addr(addr), buf.len())
+        .reader()
+        .read_slice(buf)
 }
 
 /// Opens `s` for reading from user memory.
@@ -88,8 +92,62 @@ pub(crate) fn rule(row: &Row) -> Option<Rule> {
     }))
 }
 
+/// What one step did.
+pub(crate) enum Step {
+    /// `frame` describes the frame; the generic step applies it.
+    Frame,
+    /// The frame was a signal frame: `state` now holds the interrupted
+    /// context.
+    Signal,
+}
+
+/// x86-64 `rt_sigreturn` trampoline, `mov $15,%rax; syscall`: glibc's and
+/// musl's `__restore_rt`, where a signal handler returns to.
+const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
+
+fn read_user<const N: usize>(addr: usize) -> Result<[u8; N]> {
+    let mut b = [0u8; N];
+    copy_from_user(addr, &mut b)?;
+    Ok(b)
+}
+
+fn read_word(addr: usize) -> Result<usize> {
+    Ok(usize::from_ne_bytes(read_user::<8>(addr)?))
+}
+
+/// Is `state->ip` the signal trampoline? Only asked for IPs no section
+/// covers: a return address into `__restore_rt` is its first byte.
+fn at_sigreturn(state: &bindings::unwind_user_state) -> bool {
+    matches!(read_user::<9>(state.ip), Ok(code) if code == RT_SIGRETURN)
+}
+
+/// Steps over a signal frame: when the handler returned into the
+/// trampoline it popped `pretcode`, so the stack pointer is the address of
+/// the `ucontext` the kernel saved, whose `uc_mcontext` holds the
+/// interrupted registers.
+fn unwind_signal_frame(state: &mut bindings::unwind_user_state) -> Result {
+    use core::mem::offset_of;
+    let mc = state
+        .sp
+        .checked_add(offset_of!(bindings::ucontext, uc_mcontext))
+        .ok_or(EFAULT)?;
+    let reg = |off: usize| read_word(mc.checked_add(off).ok_or(EFAULT)?);
+    let ip = reg(offset_of!(bindings::sigcontext_64, ip))?;
+    let sp = reg(offset_of!(bindings::sigcontext_64, sp))?;
+    let fp = reg(offset_of!(bindings::sigcontext_64, bp))?;
+    if ip == 0 || sp == state.sp {
+        return Err(EINVAL);
+    }
+    state.ip = ip;
+    state.sp = sp;
+    state.fp = fp;
+    // The next IP was interrupted, not called from: look it up as is.
+    state.interrupted = true;
+    Ok(())
+}
+
 /// One SFrame step for the current task: describes the frame at
-/// `state->ip` in `frame`.
+/// `state->ip` in `frame`, or steps over a signal frame.
 ///
 /// Returns `ENOENT` when no section covers the IP (the caller falls back to
 /// the frame-pointer rule for this frame), `EINVAL` when the row cannot be
@@ -97,19 +155,25 @@ pub(crate) fn rule(row: &Row) -> Option<Rule> {
 /// dropped), `EFAULT` when the section could not be read.
 pub(crate) fn next(
     mm: &SframeMm,
-    state: &bindings::unwind_user_state,
+    state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
-) -> Result {
+) -> Result<Step> {
     let c = &mm.counters;
     Counters::inc(&c.unwinds);
     // A caller's IP is a return address, which may be the first byte after
-    // the function (a call to a noreturn function): look up the call.
-    let pc = if state.topmost {
+    // the function (a call to a noreturn function): look up the call. The
+    // top frame's IP, and one a signal interrupted, are exact.
+    let pc = if state.topmost || state.interrupted {
         state.ip
     } else {
         state.ip.checked_sub(1).ok_or(ENOENT)?
     };
     let Some(section) = mm.lookup(pc) else {
+        if !state.topmost && at_sigreturn(state) {
+            unwind_signal_frame(state)?;
+            Counters::inc(&c.sframe_frames);
+            return Ok(Step::Signal);
+        }
         Counters::inc(&c.fp_fallbacks);
         return Err(ENOENT);
     };
@@ -134,16 +198,21 @@ pub(crate) fn next(
             return Err(EFAULT);
         }
     };
+    if row.signal_frame {
+        unwind_signal_frame(state)?;
+        Counters::inc(&c.sframe_frames);
+        return Ok(Step::Signal);
+    }
     match rule(&row) {
         Some(Rule::Frame(f)) => {
             Counters::inc(&c.sframe_frames);
             *frame = f;
-            Ok(())
+            Ok(Step::Frame)
         }
         Some(Rule::Outermost) => {
             Counters::inc(&c.sframe_frames);
             frame.outermost = true;
-            Ok(())
+            Ok(Step::Frame)
         }
         None => {
             Counters::inc(&c.fp_fallbacks);

@@ -54,7 +54,7 @@ fn validation_errno(e: &sframe::Error) -> Error {
 fn refuse(why: &str, s: &Section, err: Error) -> Error {
     // SAFETY: `__printk_ratelimit()` takes a NUL-terminated name and only
     // reads it.
-    if unsafe { bindings::__printk_ratelimit(c"unwind_user".as_ptr().cast()) } != 0 {
+    if unsafe { bindings::__printk_ratelimit(c"unwind_user".as_char_ptr()) } != 0 {
         pr_debug!(
             "refused section {:#x}+{:#x} for text {:#x}-{:#x}: {} ({})\n",
             s.sframe_start,
@@ -170,7 +170,7 @@ pub extern "C" fn sframe_add_section(
 /// bytes long: shorter than `N` is `EINVAL`, and so is a non-zero byte
 /// past the known fields (a newer ABI this kernel does not know).
 fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong) -> Result<[u8; N]> {
-    if size < N || size > kernel::page::PAGE_SIZE {
+    if !(N..=kernel::page::PAGE_SIZE).contains(&size) {
         return Err(EINVAL);
     }
     let mut r = UserSlice::new(UserPtr::from_addr(ptr), size).reader();
@@ -237,7 +237,7 @@ fn prctl_unregister(text_start: c_ulong) -> Result {
 }
 
 fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
-    if size < INFO_SIZE_VER0 || size > kernel::page::PAGE_SIZE {
+    if !(INFO_SIZE_VER0..=kernel::page::PAGE_SIZE).contains(&size) {
         return Err(EINVAL);
     }
     let task = kernel::current!();
@@ -282,8 +282,9 @@ pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: 
 }
 
 /// The SFrame step of `kernel/unwind/user.c` for the current task. Returns
-/// 0 with `frame` filled in, or a negative errno: `-ENOENT` when no
-/// registered section covers the IP.
+/// 0 with `frame` filled in, 1 when it stepped over a signal frame itself
+/// (`state` then holds the interrupted context), or a negative errno:
+/// `-ENOENT` when no registered section covers the IP.
 ///
 /// # Safety
 ///
@@ -304,9 +305,10 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     };
     // SAFETY: Valid pointers (the caller's contract), not aliased during the
     // call.
-    let (state, frame) = unsafe { (&*state, &mut *frame) };
+    let (state, frame) = unsafe { (&mut *state, &mut *frame) };
     match step::next(smm, state, frame) {
-        Ok(()) => 0,
+        Ok(step::Step::Frame) => 0,
+        Ok(step::Step::Signal) => 1,
         Err(e) => e.to_errno(),
     }
 }
