@@ -269,10 +269,14 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
 /// `prctl(PR_UNWIND_USER, op, arg3, arg4, arg5)`.
 #[no_mangle]
 pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> c_long {
-    let r = match op as u32 {
-        bindings::UNWIND_USER_SFRAME_REGISTER if arg5 == 0 => prctl_register(arg3, arg4),
-        bindings::UNWIND_USER_SFRAME_UNREGISTER if arg4 == 0 && arg5 == 0 => prctl_unregister(arg3),
-        bindings::UNWIND_USER_QUERY if arg5 == 0 => prctl_query(arg3, arg4),
+    // Compare all of `op`: one with high bits set is not a known op.
+    const REGISTER: c_ulong = bindings::UNWIND_USER_SFRAME_REGISTER as c_ulong;
+    const UNREGISTER: c_ulong = bindings::UNWIND_USER_SFRAME_UNREGISTER as c_ulong;
+    const QUERY: c_ulong = bindings::UNWIND_USER_QUERY as c_ulong;
+    let r = match op {
+        REGISTER if arg5 == 0 => prctl_register(arg3, arg4),
+        UNREGISTER if arg4 == 0 && arg5 == 0 => prctl_unregister(arg3),
+        QUERY if arg5 == 0 => prctl_query(arg3, arg4),
         _ => Err(EINVAL),
     };
     match r {
