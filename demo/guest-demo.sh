@@ -36,7 +36,7 @@ for m in fp sframe dwarf; do
 	t1=$(date +%s)
 	# --no-inline: the guest has no addr2line, and perf script dies of
 	# SIGPIPE when it tries to use one.
-	perf script --no-inline -i $m.data -F comm,tid,time,event,ip,sym,dso \
+	perf script --no-inline --show-lost-events -i $m.data -F comm,tid,time,event,ip,sym,dso \
 		>$m.txt 2>$m.script-err
 	src=$?
 	t2=$(date +%s)

@@ -31,9 +31,15 @@ HOT_CHAIN = ['convolve_pixel', 'filter_row', 'filter_pass', 'filter_image',
              'apply_filters', 'process_image', 'run_jobs', 'main']
 
 
-def parse(text):
+LOST = re.compile(r'PERF_RECORD_LOST\b.*\blost (\d+)')
+
+
+def parse(text, lost=None):
     """Samples of a perf script text: a list of (header, [(sym, dso), ...])
-    with frames leaf first.  Symbols perf could not resolve are '[unknown]'."""
+    with frames leaf first.  Symbols perf could not resolve are '[unknown]'.
+    Records other than samples (--show-lost-events, --show-mmap-events...)
+    are skipped; if @lost is a list, the sample counts of PERF_RECORD_LOST
+    records are appended to it."""
     samples = []
     cur = None
     for line in text.splitlines():
@@ -47,6 +53,12 @@ def parse(text):
                 # perf may append +0xoff with -F symoff; drop it.
                 sym = re.sub(r'\+0x[0-9a-f]+$', '', sym)
                 cur[1].append((sym, m.group(3) or '[unknown]'))
+            continue
+        if 'PERF_RECORD_' in line:
+            m = LOST.search(line)
+            if m and lost is not None:
+                lost.append(int(m.group(1)))
+            cur = None
             continue
         cur = (line.strip(), [])
         samples.append(cur)

@@ -45,6 +45,9 @@ def split_log(path):
                 blobs[cur].append(line.strip())
             elif line.startswith('# ') or line.startswith('### demo-start'):
                 notes.append(line)
+                m = re.match(r'# (\w+): imgdemo: (\d+) images in ([\d.]+) s', line)
+                if m:
+                    runs.setdefault(m.group(1), {})['images'] = m.group(2)
     texts = {}
     for m, b in blobs.items():
         try:
@@ -144,8 +147,10 @@ def main():
         txt = os.path.join(outdir, f'{mode}.perf-script.txt')
         with open(txt, 'w') as f:
             f.write(texts[mode])
-        samples = perfscript.parse(texts[mode])
+        lost = []
+        samples = perfscript.parse(texts[mode], lost)
         st = perfscript.stats(samples)
+        st['lost'] = sum(lost)
         n = st['samples']
         nbytes = int(runs.get(mode, {}).get('bytes', 0))
         res[mode] = dict(st, bytes=nbytes, main=pct(st['reach_main'], n),
@@ -159,7 +164,7 @@ def main():
         rows.append((label, opt, st, res[mode], runs.get(mode, {})))
 
     hdr = (f"{'unwinder':<22} {'perf record option':<22} {'samples':>7} {'reach main':>10} "
-           f"{'exact':>7} {'hot chain':>9} {'mean depth':>10} {'bytes/sample':>12} {'record s':>8}")
+           f"{'exact':>7} {'hot chain':>9} {'mean depth':>10} {'bytes/sample':>12} {'lost':>6} {'images':>6}")
     print()
     print(hdr)
     print('-' * len(hdr))
@@ -167,13 +172,16 @@ def main():
         n = st['samples']
         print(f"{label:<22} {opt:<22} {n:>7} {r['main']:>9.1f}% "
               f"{pct(st['exact'], st['workload_leaf']):>6.1f}% {pct(st['hot_chain'], n):>8.1f}% "
-              f"{st['depth_sum'] / n if n else 0:>10.2f} {r['bps']:>12.0f} {run.get('record_s', '?'):>8}")
+              f"{st['depth_sum'] / n if n else 0:>10.2f} {r['bps']:>12.0f} {st['lost']:>6} "
+              f"{run.get('images', '?'):>6}")
     print()
     print('reach main: share of samples whose user stack reaches main();')
     print('exact: of samples whose leaf is a workload function, share with every caller right up to main;')
     print('hot chain: share of samples with convolve_pixel>filter_row>filter_pass>filter_image>'
           'apply_filters>process_image>run_jobs>main in order;')
-    print('bytes/sample: perf.data size / samples (headers included).')
+    print('bytes/sample: perf.data size / samples (headers included);')
+    print('lost: samples perf record could not keep up with (PERF_RECORD_LOST);')
+    print('images: work the workload got done in its fixed time under profiling (TCG: noisy).')
     print()
     for mode, _, _ in MODES:
         if mode in res:
