@@ -161,6 +161,16 @@ ssize_t sfg_write(void *buf, size_t cap, uint64_t addr, unsigned int opts,
 	return len;
 }
 
+ssize_t sfg_one_func(void *buf, size_t cap, uint64_t text, uint32_t size)
+{
+	static const struct sfg_fre row[] = { SFG_SP(0, 8) };
+	struct sfg_func f = {
+		.start = text, .size = size, .nr_fres = 1, .fres = row,
+	};
+
+	return sfg_write(buf, cap, (uintptr_t)buf, 0, &f, 1, NULL);
+}
+
 ssize_t sfg_fre_offset(const void *buf, const struct sfg_layout *layout,
 		       unsigned int i, unsigned int j)
 {

@@ -115,6 +115,13 @@ ssize_t sfg_write(void *buf, size_t cap, uint64_t addr, unsigned int opts,
 		  const struct sfg_func *funcs, unsigned int nr,
 		  struct sfg_layout *layout);
 
+/*
+ * Write a section for one function filling [@text, @text + @size) with a
+ * single row (CFA = SP + 8), for a section at @buf itself. Returns the
+ * length or -1.
+ */
+ssize_t sfg_one_func(void *buf, size_t cap, uint64_t text, uint32_t size);
+
 /* Section offset of FRE @j of function @i, as written (for patching). */
 ssize_t sfg_fre_offset(const void *buf, const struct sfg_layout *layout,
 		       unsigned int i, unsigned int j);
