@@ -39,15 +39,20 @@ fn copy_from_user(addr: usize, buf: &mut [u8]) -> Result {
         .read_slice(buf)
 }
 
-/// Opens `s` for reading from user memory.
+/// Opens `s` for reading from user memory. Only sections for this
+/// architecture's ABI are unwound with.
 pub(crate) fn open(s: &Section) -> core::result::Result<sframe::Section<UserReader>, SfError> {
-    sframe::Section::new(
+    let sec = sframe::Section::new(
         UserReader {
             base: s.sframe_start,
         },
         s.sframe_len,
         s.sframe_start as u64,
-    )
+    )?;
+    match sec.header().abi {
+        sframe::Abi::Amd64 => Ok(sec),
+        abi => Err(SfError::UnsupportedAbi(abi.raw())),
+    }
 }
 
 /// What user.c should do with a frame an SFrame row describes.

@@ -42,6 +42,7 @@ fn validation_errno(e: &sframe::Error) -> Error {
         sframe::Error::Read => return EFAULT,
         sframe::Error::UnsupportedVersion(_)
         | sframe::Error::UnsupportedAbi(_)
+        | sframe::Error::AbiEndianMismatch(_)
         | sframe::Error::ForeignEndian => bindings::EOPNOTSUPP,
         _ => bindings::EBADMSG,
     };
