@@ -131,6 +131,11 @@ int sym_init(void)
 	char *map;
 	size_t i;
 
+	if (nsyms) {		/* loaded already */
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
 	if (fd < 0 || fstat(fd, &stt))
 		return -1;
 	map = mmap(NULL, stt.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

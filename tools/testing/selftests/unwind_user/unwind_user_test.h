@@ -50,7 +50,7 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 
 /* Symbol of @ip in /proc/self/exe (NULL if none); 0 for ip == 0. */
 const char *sym_name(uint64_t ip);
-/* Load the symbol table; call once, before sym_name(). */
+/* Load the symbol table (once; later calls do nothing), before sym_name(). */
 int sym_init(void);
 /* Address and size of symbol @name, 0 on success. */
 int sym_addr(const char *name, uint64_t *addr, uint64_t *size);
