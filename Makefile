@@ -67,7 +67,7 @@ selftests: config
 initramfs: selftests
 	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz
 
-check: kernel initramfs series
+check: kernel initramfs series perf
 	@harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
 
 perf: apply

@@ -39,8 +39,9 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 	for p in "$KB"/series/*.patch; do
 		n=$(basename "$p")
 		i=$((i + 1))
-		if "$SRC/scripts/checkpatch.pl" --strict --no-tree -q --terse \
-			--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG "$p" >"$LOGS/checkpatch-$n.log" 2>&1; then
+		# (from $LOGS: checkpatch leaves a cache file in its working directory)
+		if (cd "$LOGS" && "$SRC/scripts/checkpatch.pl" --strict --no-tree -q --terse \
+			--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG "$p") >"$LOGS/checkpatch-$n.log" 2>&1; then
 			echo "ok $i checkpatch $n"
 		elif grep -q ': ERROR:' "$LOGS/checkpatch-$n.log"; then
 			echo "not ok $i checkpatch $n"
@@ -56,5 +57,25 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 	"$LOGS/guest" test "$TIMEOUT"
 echo $? >"$LOGS/guest/rc"
 
-# 4. One summary.
+# 4. The real perf tool (tools/perf of the same tree) in a second boot: the
+#    demo workload, built without frame pointers, profiled with
+#    --call-graph fp,defer must show the expected frames in perf script's
+#    own output; the frame-pointer-only run is reported beside it.
+DEMO_SECONDS=3 "$REPO/demo/run-demo.sh" "$OUT/arch/x86/boot/bzImage" "$KB/perf/build/perf" \
+	"$LOGS/demo" "$TIMEOUT" >"$LOGS/demo.log" 2>&1
+echo $? >"$LOGS/demo/rc"
+{
+	if [ "$(cat "$LOGS/demo/rc")" = 0 ]; then
+		echo "ok 1 perf demo ran: $(grep '^demo: complete_stacks' "$LOGS/demo.log")"
+	else
+		echo "not ok 1 perf demo did not complete (see $LOGS/demo.log)"
+	fi
+	if r=$("$REPO/demo/check-perf.sh" "$LOGS/demo/run/results.log" 2>&1); then
+		echo "ok 2 perf script shows the SFrame stacks: ${r#ok - }"
+	else
+		echo "not ok 2 perf script: ${r#not ok - }"
+	fi
+} >"$LOGS/perf.log"
+
+# 5. One summary.
 python3 "$REPO/harness/results.py" "$LOGS"

@@ -132,6 +132,17 @@ def selftests(results):
     return suites
 
 
+def clean_log(name, path):
+    s = Suite(name)
+    console = read(path)
+    if console is None:
+        s.add(False, note=f"no {path}")
+        return s
+    splats = [STAMP.sub("", l) for l in console if SPLAT.search(l)]
+    s.add(not splats, note="kernel log: " + "; ".join(splats[:5]))
+    return s
+
+
 def guest(logs):
     g = os.path.join(logs, "guest")
     console = read(os.path.join(g, "console.log")) or []
@@ -158,7 +169,11 @@ def guest(logs):
 def main():
     logs = sys.argv[1]
     series = read(os.path.join(logs, "series.log")) or []
-    suites = host_tests(logs) + [flat_tap("series: git am + checkpatch", series)] + guest(logs)
+    perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]
+    suites = (host_tests(logs) + [flat_tap("series: git am + checkpatch", series)]
+              + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer", perf),
+                               clean_log("perf guest: clean log",
+                                         os.path.join(logs, "demo", "run", "console.log"))])
     tp = tf = 0
     for s in suites:
         status = "FAIL" if s.failed else "ok"
