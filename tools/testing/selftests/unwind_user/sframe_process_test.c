@@ -3,17 +3,15 @@
  * The SFrame unwinder across the life of a process: threads share the
  * registry, fork copies it, exec replaces it with the new executable's
  * section; deep recursion is unwound frame by frame up to the deferred
- * unwinder's limit; frames of a signal handler are unwound up to the
- * signal trampoline, and what follows it is reported.
+ * unwinder's limit. Signal frames are in sframe_signal_test.c.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -210,6 +208,38 @@ TEST(fork_copies_registry)
 	t = sample_jit(&j, 0.5, "main");
 	EXPECT_GE(t.in_chain, 10);
 	EXPECT_EQ(t.in_chain, t.complete);
+	EXPECT_EQ(0, jit_unregister(&j));
+	jit_free(&j);
+}
+
+/*
+ * A child does not inherit MADV_DONTFORK mappings, nor the registrations
+ * of their text.
+ */
+TEST(fork_dontfork_text)
+{
+	struct jit j;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, jit_build(&j, jit_spin, LOOPS, 0));
+	ASSERT_EQ(0, jit_register(&j));
+	if (madvise(j.text, j.page, MADV_DONTFORK)) {
+		jit_free(&j);
+		SKIP(return, "madvise: %s", strerror(errno));
+	}
+	fflush(stdout);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit((nr_sections() == 1 ? 0 : 1) |
+		      (jit_unregister(&j) == -ENOENT ? 0 : 2));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child failed checks %#x (1 count, 2 JIT key)",
+		       WEXITSTATUS(status));
+	EXPECT_EQ(2, nr_sections());
 	EXPECT_EQ(0, jit_unregister(&j));
 	jit_free(&j);
 }
@@ -475,173 +505,5 @@ TEST_F(recursion, every_frame)
 	}
 	EXPECT_EQ(after.errors, before.errors);
 }
-
-/* ---- signals ---- */
-
-static stack_t altstack;
-
-unsigned long __attribute__((noipa)) sig_work(unsigned long x)
-{
-	unsigned long i;
-
-	for (i = 0; i < 20000; i++)
-		x = x * 6364136223846793005ul + 1;
-	return x;
-}
-
-void __attribute__((noipa)) sig_handler(int sig)
-{
-	sink = sig_work(sink + sig);
-}
-
-unsigned long __attribute__((noipa)) main_leaf(unsigned long x)
-{
-	unsigned long i;
-
-	for (i = 0; i < 2000; i++)
-		x = x * 2862933555777941757ul + 3037000493ul;
-	return x;
-}
-
-void __attribute__((noipa)) main_loop(void *arg)
-{
-	double end = now() + *(double *)arg;
-	unsigned long x = 1;
-
-	do
-		x = main_leaf(x);
-	while (now() < end);
-	sink = x;
-}
-
-FIXTURE(signal) {
-};
-
-FIXTURE_VARIANT(signal) {
-	bool altstack;
-};
-
-FIXTURE_VARIANT_ADD(signal, same_stack) { .altstack = false };
-FIXTURE_VARIANT_ADD(signal, altstack) { .altstack = true };
-
-FIXTURE_SETUP(signal)
-{
-	ASSERT_EQ(0, sym_init());
-}
-
-FIXTURE_TEARDOWN(signal)
-{
-}
-
-struct sig_result {
-	int in_handler;		/* stacks whose first frame is in the handler */
-	int right;		/* right up to __restore_rt */
-	int wrong;
-	int ends;		/* of the right ones: nothing after __restore_rt */
-	int interrupted;	/* the interrupted function next, then main */
-	int other;		/* anything else next */
-};
-
-/*
- * SIGPROF every 2 ms of CPU time; the handler runs a workload of its own,
- * the main loop another, sampled by perf meanwhile. A stack sampled in
- * the handler must read sig_work (unless it starts in sig_handler itself),
- * sig_handler, then the signal trampoline __restore_rt (the handler's
- * return address, set up by the kernel). What comes after the trampoline
- * is sorted: nothing, the interrupted function (main_leaf or main_loop,
- * whose state the signal frame on the stack holds) and on to main, or
- * something else.
- */
-static int sample_signals(struct __test_metadata *_metadata, bool alt,
-			  struct sig_result *r)
-{
-	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
-	struct sigaction sa = { .sa_handler = sig_handler };
-	uint64_t restore_rt, size;
-	double secs = 1.0;
-	unsigned int i;
-
-	memset(r, 0, sizeof(*r));
-	if (sym_init() || sym_addr("__restore_rt", &restore_rt, &size))
-		return -1;
-	if (alt) {
-		altstack.ss_size = 64 * 1024;
-		altstack.ss_sp = malloc(altstack.ss_size);
-		if (!altstack.ss_sp || sigaltstack(&altstack, NULL))
-			return -1;
-		sa.sa_flags |= SA_ONSTACK;
-	}
-	sa.sa_flags |= SA_RESTART;
-	if (sigaction(SIGPROF, &sa, NULL) || setitimer(ITIMER_PROF, &it, NULL))
-		return -1;
-	if (sample_stacks(main_loop, &secs, 4000, &stacks))
-		return -1;
-	memset(&it, 0, sizeof(it));
-	setitimer(ITIMER_PROF, &it, NULL);
-
-	for (i = 0; i < stacks.nr; i++) {
-		const struct ustack *st = &stacks.s[i];
-		unsigned int h = is(st, 0, "sig_work") ? 1 : 0;
-		const char *next;
-
-		if (!is(st, 0, "sig_work") && !is(st, 0, "sig_handler"))
-			continue;
-		r->in_handler++;
-		if (!is(st, h, "sig_handler") || h + 1 >= st->nr ||
-		    st->ip[h + 1] != restore_rt) {
-			if (++r->wrong <= 3)
-				stack_print("wrong handler stack", st, 10);
-			continue;
-		}
-		r->right++;
-		if (h + 2 >= st->nr) {
-			r->ends++;
-			continue;
-		}
-		next = sym_name(st->ip[h + 2]);
-		if (next && (!strcmp(next, "main_leaf") ||
-			     !strcmp(next, "main_loop")) &&
-		    stack_has(st, "main")) {
-			r->interrupted++;
-		} else if (++r->other <= 3) {
-			stack_print("after __restore_rt", st, 10);
-		}
-	}
-	printf("# %u stacks, %d in the handler: %d right up to __restore_rt, %d wrong\n",
-	       stacks.nr, r->in_handler, r->right, r->wrong);
-	printf("#   after __restore_rt: %d end there, %d go on to the interrupted function and main, %d elsewhere\n",
-	       r->ends, r->interrupted, r->other);
-	return 0;
-}
-
-/* The handler's own frames and the trampoline's address are right. */
-TEST_F(signal, handler_frames)
-{
-	struct sig_result r;
-
-	ASSERT_EQ(0, sample_signals(_metadata, variant->altstack, &r));
-	ASSERT_GE(r.in_handler, 10);
-	EXPECT_EQ(0, r.wrong);
-	EXPECT_EQ(r.in_handler, r.right);
-}
-
-/*
- * After the trampoline, the walk must either stop or go on with the
- * interrupted function; not invent frames. The kernel does not recognise
- * signal frames yet: the trampoline has no SFrame (static glibc) and the
- * frame-pointer rule then reads whatever %rbp points to. Expected to fail
- * until it does.
- */
-TEST_F(signal, after_trampoline)
-{
-	struct sig_result r;
-
-	ASSERT_EQ(0, sample_signals(_metadata, variant->altstack, &r));
-	ASSERT_GE(r.right, 10);
-	EXPECT_EQ(r.right, r.ends + r.interrupted);
-}
-
-XFAIL_ADD(signal, same_stack, after_trampoline);
-XFAIL_ADD(signal, altstack, after_trampoline);
 
 TEST_HARNESS_MAIN
