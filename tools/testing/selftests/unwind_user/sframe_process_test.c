@@ -70,7 +70,8 @@ static const char *const jit_chain[] = {
 static struct stacks stacks;
 
 /* Sample the JIT code in this thread; the tally of complete stacks. */
-static struct tally __attribute__((noipa)) sample_jit(struct jit *j, double seconds, const char *root)
+static struct tally __attribute__((noipa))
+sample_jit(struct jit *j, double seconds, const char *root)
 {
 	struct run r = { .j = j, .seconds = seconds };
 	struct tally t = { .wrong = -1 };
@@ -95,7 +96,7 @@ static const char *const thread_chain[] = {
 	"sample_jit", "jit_thread", "start_thread",
 };
 
-void * __attribute__((noipa)) jit_thread(void *arg)
+__attribute__((noipa)) void *jit_thread(void *arg)
 {
 	struct thread_arg *a = arg;
 
@@ -480,7 +481,7 @@ TEST_F(recursion, every_frame)
 	f = fopen("/proc/sys/kernel/perf_event_max_stack", "r");
 	if (f) {
 		if (!fgets(max_stack, sizeof(max_stack), f))
-			strcpy(max_stack, "?\n");
+			snprintf(max_stack, sizeof(max_stack), "?");
 		fclose(f);
 	}
 	ASSERT_EQ(0, unwind_query(&before));

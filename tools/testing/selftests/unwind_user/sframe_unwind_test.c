@@ -64,6 +64,7 @@ static const char *const chain[] = {
 	"leaf", "level6", "level5", "level4", "level3", "level2", "level1",
 	"run_chain", "sample_stacks",
 };
+
 #define CHAIN_LEN ((int)ARRAY_SIZE(chain))
 
 static struct tally check(const struct stacks *s, int verbose)

@@ -110,6 +110,7 @@ struct sym {
 	uint64_t addr, size;
 	const char *name;
 };
+
 static struct sym *syms;
 static size_t nsyms;
 static char *strtab_copy;
