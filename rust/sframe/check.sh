@@ -12,9 +12,12 @@ RUSTC_KERNEL=${RUSTC_KERNEL:-/usr/bin/rustc}
 if [ -x "$RUSTC_KERNEL" ]; then
 	out=$(mktemp -d)
 	trap 'rm -rf "$out"' EXIT
-	# As the kernel builds it: the crate root alone, no cargo, no features.
+	# As the kernel builds it: the crate root alone, no cargo, no features,
+	# with the kernel's warnings (and overflow checks) made errors.
 	"$RUSTC_KERNEL" --edition=2021 --crate-type=rlib --crate-name=sframe \
-		-Dunsafe_op_in_unsafe_fn -Dmissing_docs -Dwarnings \
+		-Dunsafe_op_in_unsafe_fn -Dmissing_docs -Dunreachable_pub \
+		-Drust_2018_idioms -Dnon_ascii_idents -Dmissing_debug_implementations \
+		-Dwarnings -Cdebug-assertions=on -Coverflow-checks=on \
 		--emit=metadata -o "$out/sframe.rmeta" src/lib.rs
 	# Optimized and instantiated with a slice reader, the decoder has no
 	# panic path left at all (no core::panicking symbol is referenced).

@@ -37,6 +37,16 @@ pub struct Section<R: Reader> {
     fre_end: u32,
 }
 
+impl<R: Reader> core::fmt::Debug for Section<R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Section")
+            .field("len", &self.len)
+            .field("addr", &self.addr)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What a section walk may be asked to stop at.
 enum Stop {
     /// Walk all FREs (validation, dumps).
