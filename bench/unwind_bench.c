@@ -14,6 +14,8 @@
  * Commands (each prints "bench: KEY k=v ..." lines for bench/report.py):
  *   info                          this program's own section (FDEs, bytes)
  *   step DEPTH ITERS ROUNDS       warm: ROUNDS x ("sframe ITERS", "fp ITERS")
+ *   uncovered DEPTH ITERS ROUNDS  the same with this program's section
+ *                                 unregistered (SFrame's miss path)
  *   cold DEPTH REPS               cold: REPS x (re-register, "sframe 1") and
  *                                 REPS x (re-register, "fp 1"), interleaved
  *   reg NFDES REPS                prctl REGISTER time for a synthetic section
@@ -142,11 +144,12 @@ static int same_stack(const struct result *a, const struct result *b)
 	       !memcmp(a->ips, b->ips, a->nips * sizeof(a->ips[0]));
 }
 
-static void print_ips(const char *key, const struct result *r)
+static void print_ips(const char *key, int depth, const struct result *r)
 {
 	unsigned int i;
 
-	printf("bench: %s frames=%lu ips=", key, r->frames);
+	printf("bench: stack key=%s depth=%d unwinder=%s frames=%lu ips=", key,
+	       depth, r->unwinder, r->frames);
 	for (i = 0; i < r->nips; i++)
 		printf("%s%lx", i ? "," : "", r->ips[i]);
 	printf("\n");
@@ -217,13 +220,24 @@ static void cmd_info(void)
 	       (unsigned long long)info.nr_sections);
 }
 
-static void cmd_step(int depth, unsigned long iters, int rounds)
+static struct unwind_user_sframe self_section(void);
+
+/*
+ * @key is "step", or "uncovered": the same with this executable's section
+ * unregistered, so that the SFrame unwinder finds no section for any frame
+ * and falls back to the frame-pointer rule for each (its miss path).
+ */
+static void cmd_step(const char *key, int depth, unsigned long iters, int rounds)
 {
 	struct result r, first[2];
 	struct unwind_user_info a, b;
 	static const char *const u[2] = { "sframe", "fp" };
+	struct unwind_user_sframe self = self_section();
 	int round, k;
 
+	if (!strcmp(key, "uncovered") &&
+	    prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, self.text_start, 0, 0))
+		die("prctl UNREGISTER (self)");
 	for (round = 0; round < rounds; round++) {
 		/* Alternate the order so that drift hits both alike. */
 		for (k = 0; k < 2; k++) {
@@ -232,24 +246,27 @@ static void cmd_step(int depth, unsigned long iters, int rounds)
 			a = query();
 			trigger(u[w], depth, iters, &r);
 			b = query();
-			printf("bench: step depth=%d round=%d unwinder=%s iters=%lu frames=%lu ns=%lu sframe_frames=%llu fp_fallbacks=%llu errors=%llu\n",
-			       depth, round, u[w], r.iterations, r.frames, r.ns,
+			printf("bench: %s depth=%d round=%d unwinder=%s iters=%lu frames=%lu ns=%lu sframe_frames=%llu fp_fallbacks=%llu errors=%llu\n",
+			       key, depth, round, u[w], r.iterations, r.frames, r.ns,
 			       (unsigned long long)(b.sframe_frames - a.sframe_frames),
 			       (unsigned long long)(b.fp_fallbacks - a.fp_fallbacks),
 			       (unsigned long long)(b.errors - a.errors));
 			if (round == 0)
 				first[w] = r;
 			else if (!same_stack(&r, &first[w]))
-				printf("bench: warning step depth=%d %s stack changed between rounds\n",
-				       depth, u[w]);
+				printf("bench: warning %s depth=%d %s stack changed between rounds\n",
+				       key, depth, u[w]);
 		}
 	}
-	printf("bench: ips depth=%d match=%d frames_sframe=%lu frames_fp=%lu\n",
-	       depth, same_stack(&first[0], &first[1]), first[0].frames,
+	if (!strcmp(key, "uncovered") &&
+	    prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER, &self, sizeof(self), 0))
+		die("prctl REGISTER (self)");
+	printf("bench: ips key=%s depth=%d match=%d frames_sframe=%lu frames_fp=%lu\n",
+	       key, depth, same_stack(&first[0], &first[1]), first[0].frames,
 	       first[1].frames);
 	if (!same_stack(&first[0], &first[1]))
-		print_ips("stack_fp", &first[1]);
-	print_ips("stack", &first[0]);
+		print_ips(key, depth, &first[1]);
+	print_ips(key, depth, &first[0]);
 	fflush(stdout);
 }
 
@@ -547,8 +564,8 @@ int main(int argc, char **argv)
 
 	if (!strcmp(cmd, "info"))
 		cmd_info();
-	else if (!strcmp(cmd, "step") && a > 0 && b > 0 && c > 0)
-		cmd_step(a, b, c);
+	else if ((!strcmp(cmd, "step") || !strcmp(cmd, "uncovered")) && a > 0 && b > 0 && c > 0)
+		cmd_step(cmd, a, b, c);
 	else if (!strcmp(cmd, "cold") && a > 0 && b > 0)
 		cmd_cold(a, b);
 	else if (!strcmp(cmd, "reg") && a > 0 && b > 0)
@@ -558,7 +575,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "leak") && a > 0 && b > 0)
 		cmd_leak(a, b);
 	else {
-		fprintf(stderr, "usage: %s info | step DEPTH ITERS ROUNDS | cold DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS\n",
+		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS\n",
 			argv[0]);
 		return 2;
 	}

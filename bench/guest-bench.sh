@@ -1,0 +1,119 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of `make bench` (installed as /selftests/demo.sh and run by
+# /init in demo mode, output on ttyS1 = results.log). Everything the host's
+# report.py reads is a "bench: KEY k=v ..." line or a perf script output
+# (gzip + base64) between "### bench-script MODE begin/end" markers.
+#
+# The counts below come from /selftests/bench.env if the host wrote one.
+D=/selftests
+export HOME=/tmp PATH=$D:$PATH
+cd /tmp || exit 1
+
+SHALLOW=4		# chain frames: 10 frames in all with the driver and libc's
+DEEP=200		# 206 frames in all (the trigger keeps at most 512)
+ROUNDS=7		# warm measurements per unwinder, interleaved
+ITERS_SHALLOW=20000	# unwinds per warm measurement
+ITERS_DEEP=1000
+COLD_REPS=200		# cold: re-register + 1 unwind, per unwinder
+GROWTH_DEPTH=100
+GROWTH_ITERS=1000
+GROWTH_SIZES="10 1000 10000 100000"
+LEAK_ITERS=20000
+PERF_SECONDS=4
+PERF_FREQ=10000
+[ -f $D/bench.env ] && . $D/bench.env
+
+phase() {
+	now=$(date +%s)
+	[ -n "$phase_name" ] && echo "bench: phase name=$phase_name seconds=$((now - phase_t0))"
+	phase_name=$1 phase_t0=$now
+}
+
+echo "### bench-start"
+echo "bench: guest kernel=$(uname -r) nproc=$(nproc) cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -1 | tr ' ' '_')"
+echo "bench: config shallow=$SHALLOW deep=$DEEP rounds=$ROUNDS iters_shallow=$ITERS_SHALLOW iters_deep=$ITERS_DEEP cold_reps=$COLD_REPS growth_depth=$GROWTH_DEPTH growth_iters=$GROWTH_ITERS perf_seconds=$PERF_SECONDS perf_freq=$PERF_FREQ"
+
+# a. The unwind step, SFrame against frame pointers, on the same stacks.
+phase step
+echo "bench: binary name=unwind_bench"
+unwind_bench info
+unwind_bench step $SHALLOW $ITERS_SHALLOW $ROUNDS
+unwind_bench step $DEEP $ITERS_DEEP $ROUNDS
+unwind_bench uncovered $DEEP $ITERS_DEEP $ROUNDS
+phase cold
+unwind_bench cold $SHALLOW $COLD_REPS
+unwind_bench cold $DEEP $COLD_REPS
+phase leak
+unwind_bench leak $DEEP $LEAK_ITERS
+
+# d. Growth: the same step against the number of functions.
+phase growth
+for n in $GROWTH_SIZES; do
+	echo "bench: binary name=growth_$n"
+	growth_$n info
+	growth_$n step $GROWTH_DEPTH $GROWTH_ITERS $ROUNDS
+done
+echo "bench: binary name=unwind_bench"
+
+# c. Registration: time against section size, kernel memory per section.
+phase registration
+for n in 1 1000 10000 100000; do
+	reps=20
+	[ $n -ge 10000 ] && reps=10
+	[ $n -ge 100000 ] && reps=5
+	unwind_bench reg $n $reps
+done
+unwind_bench mem 1 1000
+unwind_bench mem 1000 1000
+for n in 1 1000 10000 100000; do
+	unwind_bench mem $n 20
+done
+
+# b. End to end with perf: unprofiled, SFrame (fp,defer), DWARF, unprofiled.
+phase perf
+echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
+echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+# Keep -F as asked for every mode: without this the kernel lowers the
+# highest sample rate when sample handling is slow, as it is under TCG.
+echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
+echo "bench: perf version=$(perf version 2>&1 | tr ' ' '_')"
+for m in none sframe dwarf none2; do
+	case $m in
+	none*)	cg= ;;
+	sframe)	cg=fp,defer ;;
+	dwarf)	cg=dwarf ;;
+	esac
+	t0=$(date +%s)
+	if [ -z "$cg" ]; then
+		imgdemo "$PERF_SECONDS" >$m.out 2>$m.err
+		rc=$?
+		bytes=0
+	else
+		# cpu-clock: there is no hardware PMU under TCG. -N: no
+		# build-id cache.
+		perf record -e cpu-clock:u -F "$PERF_FREQ" --call-graph $cg -N -o $m.data \
+			-- imgdemo "$PERF_SECONDS" >$m.out 2>$m.err
+		rc=$?
+		bytes=$(stat -c %s $m.data)
+	fi
+	t1=$(date +%s)
+	work=$(sed -n 's/^imgdemo: \([0-9]*\) images in \([0-9.]*\) s.*/images=\1 seconds=\2/p' $m.out)
+	echo "bench: perf mode=$m callgraph=${cg:-none} rc=$rc $work bytes=$bytes wall_s=$((t1 - t0))"
+	sed "s/^/# $m: /" $m.out $m.err | grep -v 'libbpf support\|schedstat' | head -20 |
+		tr -d '\000-\010\016-\037\177-\377'
+	if [ -n "$cg" ]; then
+		# --no-inline: the guest has no addr2line (perf script would
+		# die of SIGPIPE trying to use one).
+		perf script --no-inline --show-lost-events -i $m.data \
+			-F comm,tid,time,event,ip,sym,dso >$m.txt 2>$m.script-err
+		echo "bench: perf_script mode=$m rc=$? script_s=$(($(date +%s) - t1)) lines=$(wc -l <$m.txt)"
+		echo "### bench-script $m begin"
+		gzip -c $m.txt | base64
+		echo "### bench-script $m end"
+		rm -f $m.data $m.txt
+	fi
+done
+phase end
+echo "### bench-end"

@@ -1,0 +1,513 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host side of `make bench`: read the guest's results.log (bench/guest-bench.sh),
+compute the figures and ratios, write OUTDIR/results.md, print it, and end
+with the three summary lines:
+
+    bench: sframe_fp_step_ratio warm=X cold=Y
+    bench: dwarf_sframe_bytes_ratio=Z
+    bench: lookup_ns fdes_1k=A fdes_10k=B fdes_100k=C
+
+Usage: report.py --results LOG --out DIR --build DIR --accel FILE
+                 --noalloc FILE --kernel STRING [--seconds N] [--config FILE]
+Exit status 1 if the log lacks a figure or the guest reported an error;
+a missed goal is reported, not an error.
+"""
+import argparse
+import base64
+import datetime
+import gzip
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'demo'))
+import perfscript  # noqa: E402
+
+KV = re.compile(r'(\w+)=(\S*)')
+DEBUG_OPTIONS = ['PROVE_LOCKING', 'PROVE_RCU', 'DEBUG_KMEMLEAK', 'DEBUG_ATOMIC_SLEEP',
+                 'DEBUG_LIST', 'RUST_DEBUG_ASSERTIONS', 'RUST_OVERFLOW_CHECKS', 'KASAN']
+
+
+def num(v):
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v
+
+
+def parse(path):
+    """The log as a list of (key, {k: v}, binary) and the perf script texts."""
+    recs, blobs, notes = [], {}, []
+    binary, cur = 'unwind_bench', None
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\r\n')
+            m = re.match(r'### bench-script (\w+) (begin|end)', line)
+            if m:
+                cur = m.group(1) if m.group(2) == 'begin' else None
+                if cur:
+                    blobs[cur] = []
+                continue
+            if cur:
+                blobs[cur].append(line.strip())
+                continue
+            if line.startswith('# '):
+                notes.append(line)
+                continue
+            m = re.match(r'bench: (\w+)(.*)', line)
+            if not m:
+                continue
+            key, kv = m.group(1), {k: num(v) for k, v in KV.findall(m.group(2))}
+            if key == 'binary':
+                binary = kv['name']
+                continue
+            if key == 'error':
+                kv['text'] = m.group(2).strip()
+            recs.append((key, kv, binary))
+    texts = {}
+    for mode, b in blobs.items():
+        try:
+            texts[mode] = gzip.decompress(base64.b64decode(''.join(b))).decode(errors='replace')
+        except (ValueError, OSError, EOFError, zlib.error) as e:
+            print(f'bench: {mode}: cannot decode perf script output: {e}', file=sys.stderr)
+    return recs, texts, notes
+
+
+def select(recs, key, binary=None, **match):
+    return [kv for k, kv, b in recs
+            if k == key and (binary is None or b == binary)
+            and all(kv.get(a) == v for a, v in match.items())]
+
+
+def symbolizer(path):
+    """ip -> function name, from the host's unstripped binary."""
+    try:
+        out = subprocess.run(['nm', '-n', '--defined-only', path], capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return lambda ip: hex(ip)
+    syms = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in 'tTwW':
+            syms.append((int(f[0], 16), f[2]))
+
+    def name(ip):
+        best = None
+        for a, s in syms:
+            if a > ip - 1:
+                break
+            best = s
+        return best or hex(ip)
+    return name
+
+
+def fmt(v, d=2):
+    if v is None:
+        return 'n/a'
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return 'n/a'
+    return f'{v:.{d}f}'
+
+
+def verdict(ok):
+    return 'MET' if ok else 'MISSED'
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--results', required=True)
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--build', required=True)
+    ap.add_argument('--accel', required=True)
+    ap.add_argument('--noalloc', required=True)
+    ap.add_argument('--kernel', default='?')
+    ap.add_argument('--seconds', type=int, default=0)
+    ap.add_argument('--config', default='')
+    a = ap.parse_args()
+
+    recs, texts, notes = parse(a.results)
+    problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
+    problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
+
+    def one(key, binary=None, **match):
+        r = select(recs, key, binary, **match)
+        if not r:
+            problems.append(f'missing: {key} {binary or ""} {match}')
+            return {}
+        return r[-1]
+
+    guest = one('guest')
+    cfg = one('config')
+    shallow, deep = cfg.get('shallow', 4), cfg.get('deep', 200)
+    gdepth = cfg.get('growth_depth', 100)
+
+    # ---- a. the step: warm, per frame, median over the interleaved rounds.
+    def warm(binary, key, depth, unwinder):
+        r = select(recs, key, binary, depth=depth, unwinder=unwinder)
+        if not r:
+            problems.append(f'missing: {key} {binary} depth={depth} {unwinder}')
+            return None, None, None
+        per_frame = [x['ns'] / (x['iters'] * x['frames']) for x in r]
+        per_unwind = [x['ns'] / x['iters'] for x in r]
+        return statistics.median(per_frame), statistics.median(per_unwind), r[0]['frames']
+
+    W = {}
+    for key in ('step', 'uncovered'):
+        for d in (shallow, deep):
+            for u in ('sframe', 'fp'):
+                if key == 'uncovered' and d != deep:
+                    continue
+                W[key, d, u] = warm('unwind_bench', key, d, u)
+    ratio = {}
+    for d in (shallow, deep):
+        s, f = W['step', d, 'sframe'][0], W['step', d, 'fp'][0]
+        ratio['warm', d] = s / f if s and f else None
+    # Marginal cost of one more frame: the slope between the two depths
+    # (takes out what every unwind pays once: the start, libc's frames).
+    marg = {}
+    for u in ('sframe', 'fp'):
+        (_, us, fs), (_, ud, fd) = W['step', shallow, u], W['step', deep, u]
+        marg[u] = (ud - us) / (fd - fs) if None not in (us, ud, fs, fd) and fd != fs else None
+    ratio['marginal'] = marg['sframe'] / marg['fp'] if marg['sframe'] and marg['fp'] else None
+    us_, uf = W['uncovered', deep, 'sframe'][0], W['uncovered', deep, 'fp'][0]
+    ratio['uncovered'] = us_ / uf if us_ and uf else None
+
+    C = {}
+    for d in (shallow, deep):
+        for u in ('sframe', 'fp'):
+            r = one('cold', depth=d, unwinder=u)
+            C[d, u] = r
+        s, f = C[d, 'sframe'], C[d, 'fp']
+        if s and f:
+            ratio['cold', d] = (s['mean_ns'] / s['frames']) / (f['mean_ns'] / f['frames'])
+            ratio['cold_median', d] = (s['median_ns'] / s['frames']) / (f['median_ns'] / f['frames'])
+    ips = {(kv['key'], kv['depth']): kv for kv in select(recs, 'ips', 'unwind_bench')}
+    cold_check = {kv['depth']: kv for kv in select(recs, 'cold_check')}
+    stepcounts = {}
+    for d in (shallow, deep):
+        r = select(recs, 'step', 'unwind_bench', depth=d, unwinder='sframe')
+        if r:
+            stepcounts[d] = (r[0]['sframe_frames'] / r[0]['iters'],
+                             r[0]['fp_fallbacks'] / r[0]['iters'], r[0]['errors'])
+    sym = symbolizer(os.path.join(a.build, 'unwind_bench'))
+    stack = select(recs, 'stack', 'unwind_bench', key='step', depth=shallow, unwinder='sframe')
+    shallow_stack = ' < '.join(sym(int(x, 16)) for x in str(stack[0]['ips']).split(',')) \
+        if stack else 'n/a'
+
+    # ---- d. growth.
+    G = []
+    for kv in select(recs, 'info'):
+        pass
+    sizes = []
+    for k, kv, b in recs:
+        if k == 'info' and b.startswith('growth_'):
+            sizes.append((int(b.split('_')[1]), b, kv))
+    for n, b, info in sizes:
+        s = warm(b, 'step', gdepth, 'sframe')
+        f = warm(b, 'step', gdepth, 'fp')
+        m = select(recs, 'ips', b, depth=gdepth)
+        G.append(dict(n=n, binary=b, fdes=info.get('fdes'), sframe_bytes=info.get('sframe_bytes'),
+                      sf=s[0], fp=f[0], frames=s[2],
+                      match=m[0]['match'] if m else None))
+    byn = {g['n']: g for g in G}
+    fit = None
+    pts = [(math.log2(g['fdes']), g['sf']) for g in G if g['fdes'] and g['sf']]
+    if len(pts) >= 2:
+        mx = sum(x for x, _ in pts) / len(pts)
+        my = sum(y for _, y in pts) / len(pts)
+        sxx = sum((x - mx) ** 2 for x, _ in pts)
+        slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+        icpt = my - slope * mx
+        ss_tot = sum((y - my) ** 2 for _, y in pts)
+        ss_res = sum((y - (icpt + slope * x)) ** 2 for x, y in pts)
+        fit = dict(slope=slope, icpt=icpt, r2=1 - ss_res / ss_tot if ss_tot else 1.0)
+
+    def sfn(n):
+        return byn.get(n, {}).get('sf')
+    per10 = []
+    for lo, hi in ((1000, 10000), (10000, 100000)):
+        if sfn(lo) and sfn(hi):
+            per10.append((lo, hi, sfn(hi) / sfn(lo), sfn(hi) - sfn(lo)))
+    # Logarithmic: each 10x adds about the same (a binary search does
+    # log2(10) = 3.3 more probes); a linear search would multiply by ~10.
+    log_ok = (len(per10) == 2 and all(r < 2 for _, _, r, _ in per10)
+              and per10[1][3] <= 2 * max(per10[0][3], 0) + 0.05 * sfn(10000))
+
+    # ---- c. registration.
+    R = sorted(select(recs, 'reg'), key=lambda kv: kv['fdes'])
+    M = select(recs, 'mem')
+    for kv in M:
+        kv['per_reg'] = kv['d_sunreclaim_kb'] * 1024 / kv['k']
+        kv['per_reg_memfree'] = kv['d_memfree_kb'] * 1024 / kv['k']
+    m20 = {kv['fdes']: kv for kv in M if kv['k'] == 20}
+    m1000 = {kv['fdes']: kv for kv in M if kv['k'] == 1000}
+    mem_ok = None
+    if 1 in m20 and 100000 in m20:
+        mem_ok = m20[100000]['per_reg'] - m20[1]['per_reg'] < 1024
+    leak = one('leak')
+    noalloc = open(a.noalloc).read().splitlines() if os.path.exists(a.noalloc) else []
+    noalloc_last = noalloc[-1] if noalloc else 'noalloc: not run'
+    alloc_ok = noalloc_last.startswith('noalloc: ok') and leak and \
+        abs(leak.get('d_sunreclaim_kb', 99)) <= 8
+
+    # ---- b. perf end to end.
+    P = {kv['mode']: kv for kv in select(recs, 'perf')}
+    PS = {kv['mode']: kv for kv in select(recs, 'perf_script')}
+    E = {}
+    for mode in ('none', 'none2', 'sframe', 'dwarf'):
+        kv = P.get(mode)
+        if not kv or 'images' not in kv:
+            problems.append(f'missing: perf run {mode}')
+            continue
+        E[mode] = dict(kv, rate=kv['images'] / kv['seconds'])
+        if mode in texts:
+            with open(os.path.join(a.out, f'{mode}.perf-script.txt'), 'w') as f:
+                f.write(texts[mode])
+            lost = []
+            samples = perfscript.parse(texts[mode], lost)
+            st = perfscript.stats(samples)
+            n = st['samples']
+            E[mode].update(samples=n, lost=sum(lost),
+                           bps=kv['bytes'] / n if n else None,
+                           main=100 * st['reach_main'] / n if n else 0,
+                           exact=100 * st['exact'] / st['workload_leaf'] if st['workload_leaf'] else 0,
+                           hot=100 * st['hot_chain'] / n if n else 0,
+                           depth=st['depth_sum'] / n if n else 0,
+                           rate_hz=n / kv['seconds'] if kv['seconds'] else 0)
+        elif mode in ('sframe', 'dwarf'):
+            problems.append(f'missing: perf script output {mode}')
+    base = [E[m]['rate'] for m in ('none', 'none2') if m in E]
+    base_rate = sum(base) / len(base) if base else None
+    for m in E:
+        E[m]['slowdown'] = base_rate / E[m]['rate'] if base_rate and E[m]['rate'] else None
+    bytes_ratio = None
+    if E.get('sframe', {}).get('bps') and E.get('dwarf', {}).get('bps'):
+        bytes_ratio = E['dwarf']['bps'] / E['sframe']['bps']
+    complete_ok = ('main' in E.get('sframe', {}) and 'main' in E.get('dwarf', {})
+                   and E['sframe']['main'] >= E['dwarf']['main']
+                   and E['sframe']['exact'] >= E['dwarf']['exact'])
+    perf_ok = bool(bytes_ratio and bytes_ratio >= 20 and complete_ok)
+
+    # ---- the table.
+    accel = open(a.accel).read().strip() if os.path.exists(a.accel) else '?'
+    cpu = '?'
+    try:
+        with open('/proc/cpuinfo') as f:
+            cpu = next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
+    except (OSError, StopIteration):
+        pass
+    debug = []
+    if a.config and os.path.exists(a.config):
+        conf = open(a.config).read()
+        debug = [o for o in DEBUG_OPTIONS if f'CONFIG_{o}=y' in conf]
+    warm_x = ratio.get(('warm', deep))
+    cold_x = ratio.get(('cold', deep))
+    L = []
+    o = L.append
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    o('# `make bench` results')
+    o('')
+    o('| | |')
+    o('|---|---|')
+    o(f'| date | {now} |')
+    o(f'| kernel | {a.kernel} (guest `uname -r`: {guest.get("kernel", "?")}) |')
+    o(f'| debug options on | {", ".join(debug) if debug else "none found" if a.config else "not checked"} |')
+    o(f'| machine | host: {os.cpu_count()} CPUs, {cpu}, {platform.system()} {platform.release()}; '
+      f'guest: {guest.get("nproc", "?")} vCPUs, {str(guest.get("cpu", "?")).replace("_", " ")}, 2 GiB |')
+    o(f'| emulation | **{accel}** (from run-guest.sh) |')
+    o(f'| run time | {a.seconds} s (build, boot, measurements) |')
+    o('')
+    if accel != 'kvm':
+        o('**Under TCG every absolute time is inflated (software emulation, no cache model): '
+          'read the ratios, which compare unwinders within this one run, not the ns.**')
+        o('')
+
+    o('## a. Unwind step per frame, SFrame against frame pointers (same stacks)')
+    o('')
+    o('`unwind_bench`: static, `-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer '
+      '-Wa,--gsframe`; the stack is a ring of 10 functions under the `write()` to the debugfs '
+      'trigger. Warm: median over '
+      f'{cfg.get("rounds", "?")} interleaved measurements of {cfg.get("iters_shallow", "?")} '
+      f'(shallow) / {cfg.get("iters_deep", "?")} (deep) unwinds. Cold: the first unwind after '
+      'unregistering and re-registering the section with prctl, 1 unwind, mean (median) of '
+      f'{cfg.get("cold_reps", "?")}; the fp runs get the same re-registration before them.')
+    o('')
+    o('| stack | frames | sframe ns/frame | fp ns/frame | sframe/fp | ips equal |')
+    o('|---|---:|---:|---:|---:|---|')
+    for d, name in ((shallow, 'shallow'), (deep, 'deep')):
+        s, f = W['step', d, 'sframe'], W['step', d, 'fp']
+        ip = ips.get(('step', d), {})
+        o(f'| warm, {name} | {s[2]} | {fmt(s[0], 0)} | {fmt(f[0], 0)} | '
+          f'**{fmt(ratio.get(("warm", d)))}** | {"yes" if ip.get("match") == 1 else "NO"} |')
+    for d, name in ((shallow, 'shallow'), (deep, 'deep')):
+        s, f = C.get((d, 'sframe')), C.get((d, 'fp'))
+        if s and f:
+            cc = cold_check.get(d, {})
+            o(f'| cold, {name} | {s["frames"]} | {fmt(s["mean_ns"] / s["frames"], 0)} '
+              f'({fmt(s["median_ns"] / s["frames"], 0)}) | {fmt(f["mean_ns"] / f["frames"], 0)} '
+              f'({fmt(f["median_ns"] / f["frames"], 0)}) | **{fmt(ratio.get(("cold", d)))}** '
+              f'({fmt(ratio.get(("cold_median", d)))}) | '
+              f'{"yes" if cc.get("match") == 1 and cc.get("changed") == 0 else "NO"} |')
+    o(f'| warm, marginal frame (slope {shallow}->{deep} chain frames) | | {fmt(marg["sframe"], 0)} | '
+      f'{fmt(marg["fp"], 0)} | {fmt(ratio["marginal"])} | |')
+    s, f = W['uncovered', deep, 'sframe'], W['uncovered', deep, 'fp']
+    o(f'| warm, deep, section unregistered (SFrame finds no section: its miss path, then fp) | '
+      f'{s[2]} | {fmt(s[0], 0)} | {fmt(f[0], 0)} | {fmt(ratio["uncovered"])} | '
+      f'{"yes" if ips.get(("uncovered", deep), {}).get("match") == 1 else "NO"} |')
+    o('')
+    for d in (shallow, deep):
+        if d in stepcounts:
+            sf, fb, err = stepcounts[d]
+            o(f'- {d} chain frames: per SFrame unwind, {sf:.0f} frames from SFrame, {fb:.0f} '
+              f'left to the frame-pointer rule (libc\'s start code has neither SFrame nor a '
+              f'frame-pointer-built caller), {err} errors (`UNWIND_USER_QUERY` counters).')
+    o(f'- shallow stack, as both unwinders return it: `{shallow_stack}`.')
+    if deep in cold_check:
+        o(f'- cold: each re-registration (unregister + register this program\'s '
+          f'section) took {fmt(cold_check[deep].get("reregister_us"), 0)} us on average.')
+    o('')
+
+    o('## b. End to end: perf record -F %s on the demo workload' % cfg.get('perf_freq', '?'))
+    o('')
+    o(f'`demo/imgdemo {cfg.get("perf_seconds", "?")}` (built without frame pointers, SFrame V1, '
+      'one shared library registering its own section), `perf record -e cpu-clock:u` in the guest. '
+      'Slowdown: images per second unprofiled (mean of a run before and a run after) over images '
+      'per second profiled. Completeness from `perf script` (demo/perfscript.py): *reach main* = '
+      'samples whose stack contains main; *exact* = of the samples whose leaf is a workload '
+      'function, those with every caller right up to main.')
+    o('')
+    o('| run | images/s | slowdown | samples | samples/s | lost | perf.data bytes | bytes/sample | reach main | exact | mean depth |')
+    o('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    labels = {'none': 'unprofiled (before)', 'none2': 'unprofiled (after)',
+              'sframe': '`--call-graph fp,defer` (SFrame)', 'dwarf': '`--call-graph dwarf`'}
+    for m in ('none', 'sframe', 'dwarf', 'none2'):
+        e = E.get(m)
+        if not e:
+            continue
+        if 'samples' in e:
+            o(f'| {labels[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | {e["samples"]} | '
+              f'{fmt(e["rate_hz"], 0)} | {e["lost"]} | {e["bytes"]} | {fmt(e["bps"], 0)} | '
+              f'{fmt(e["main"], 1)}% | {fmt(e["exact"], 1)}% | {fmt(e["depth"], 1)} |')
+        else:
+            o(f'| {labels[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | | | | | | | | |')
+    o('')
+    o(f'perf.data bytes per sample, DWARF over SFrame: **{fmt(bytes_ratio, 1)}x**.')
+    o('')
+
+    o('## c. Registration (prctl UNWIND_USER_SFRAME_REGISTER)')
+    o('')
+    o('Synthetic V2 sections (tools/testing/selftests/unwind_user/sframe_gen.c): N functions of '
+      '32 bytes with the 3 rows of a frame-pointer function, over an executable anonymous '
+      'mapping. Time: median of the REGISTER calls (each followed by UNREGISTER). Kernel memory: '
+      '`SUnreclaim` of /proc/meminfo (slab and large kmalloc) after registering K sections minus '
+      'before, after letting RCU free the retired tables, divided by K. The K sections are one '
+      'memfd mapped K times, each followed by its own text mapping, so user memory stays at one '
+      'copy; the kernel validates and registers each separately. `SUnreclaim` moves in whole '
+      'slab pages and includes this debug kernel\'s kmemleak metadata; `MemFree` (also shown) '
+      'moves by hundreds of kB with the per-CPU page lists and is not used for the verdict.')
+    o('')
+    o('| FDEs | section bytes | REGISTER median | per FDE |')
+    o('|---:|---:|---:|---:|')
+    for kv in R:
+        o(f'| {kv["fdes"]} | {kv["sframe_bytes"]} | {fmt(kv["median_ns"] / 1e3, 1)} us | '
+          f'{fmt(kv["median_ns"] / kv["fdes"], 1)} ns |')
+    o('')
+    o('| FDEs | section bytes | K | kernel bytes per registration (SUnreclaim) | (MemFree) | SUnreclaim after unregistering all, per registration |')
+    o('|---:|---:|---:|---:|---:|---:|')
+    for kv in sorted(M, key=lambda kv: (-kv['k'], kv['fdes'])):
+        o(f'| {kv["fdes"]} | {kv["sframe_bytes"]} | {kv["k"]} | **{fmt(kv["per_reg"], 0)}** | '
+          f'{fmt(kv["per_reg_memfree"], 0)} | '
+          f'{fmt(kv["after_unreg_d_sunreclaim_kb"] * 1024 / kv["k"], 0)} |')
+    o('')
+    o('By construction the registry keeps one 40-byte entry per section in a sorted table that '
+      'is copied on every change (kernel/unwind_user/registry.rs); nothing depends on the '
+      'section\'s size.')
+    o('')
+
+    o('## d. Growth: SFrame lookup against the number of functions')
+    o('')
+    o(f'`growth_N` (bench/gen_funcs.py): N generated functions plus the driver\'s, same flags; '
+      f'a chain of {gdepth} frames through 64 functions spread evenly over the text. Warm, '
+      'median per frame.')
+    o('')
+    o('| binary | FDEs | .sframe bytes | frames | sframe ns/frame | fp ns/frame | sframe/fp | ips equal |')
+    o('|---|---:|---:|---:|---:|---:|---:|---|')
+    for g in G:
+        o(f'| {g["binary"]} | {g["fdes"]} | {g["sframe_bytes"]} | {g["frames"]} | '
+          f'**{fmt(g["sf"], 0)}** | {fmt(g["fp"], 0)} | '
+          f'{fmt(g["sf"] / g["fp"] if g["sf"] and g["fp"] else None)} | '
+          f'{"yes" if g["match"] == 1 else "NO"} |')
+    o('')
+    for lo, hi, r, dlt in per10:
+        o(f'- {lo} -> {hi} functions (10x): sframe ns/frame x{fmt(r)} (+{fmt(dlt, 0)} ns).')
+    if fit:
+        o(f'- least squares over all binaries: sframe ns/frame = {fmt(fit["icpt"], 0)} + '
+          f'{fmt(fit["slope"], 0)} x log2(FDEs), R^2 = {fmt(fit["r2"], 3)}: about '
+          f'{fmt(fit["slope"], 0)} ns per halving of the search (one more binary-search probe, a '
+          f'user copy), and {fmt(fit["icpt"], 0)} ns for the rest of the SFrame step.')
+    o('')
+
+    o('## Goals')
+    o('')
+    o('| goal | measured | verdict |')
+    o('|---|---|---|')
+    o(f'| SFrame step <= 1.5x the frame-pointer step, warm | {fmt(warm_x)}x (deep, {deep} chain '
+      f'frames; shallow {fmt(ratio.get(("warm", shallow)))}x, marginal {fmt(ratio["marginal"])}x) '
+      f'| **{verdict(warm_x is not None and warm_x <= 1.5)}** |')
+    o(f'| SFrame step <= 3x the frame-pointer step, cold | {fmt(cold_x)}x (deep, mean; median '
+      f'{fmt(ratio.get(("cold_median", deep)))}x; shallow {fmt(ratio.get(("cold", shallow)))}x) '
+      f'| **{verdict(cold_x is not None and cold_x <= 3)}** |')
+    sf, dw = E.get('sframe', {}), E.get('dwarf', {})
+    o(f'| perf.data per sample >= 20x smaller than dwarf, stacks at least as complete | '
+      f'{fmt(bytes_ratio, 1)}x smaller; reach main {fmt(sf.get("main"), 1)}% vs '
+      f'{fmt(dw.get("main"), 1)}%, exact {fmt(sf.get("exact"), 1)}% vs {fmt(dw.get("exact"), 1)}% '
+      f'| **{verdict(perf_ok)}**' + ('' if perf_ok or not bytes_ratio or bytes_ratio < 20 else
+                                     ' (size met, completeness not)') + ' |')
+    if 1 in m20 and 100000 in m20:
+        o(f'| kernel memory per registration O(1) | {fmt(m20[1]["per_reg"], 0)} B for a '
+          f'{m20[1]["sframe_bytes"]}-byte section, {fmt(m20[100000]["per_reg"], 0)} B for a '
+          f'{m20[100000]["sframe_bytes"]}-byte one (K=20)'
+          + (f'; {fmt(m1000[1]["per_reg"], 0)} B each for 1000 registrations' if 1 in m1000 else '')
+          + f' | **{verdict(mem_ok)}** |')
+    o(f'| no allocation in the unwind path | static: {noalloc_last.replace("noalloc: ", "")} '
+      f'(noalloc.py over vmlinux); runtime: SUnreclaim {leak.get("d_sunreclaim_kb", "?")} kB '
+      f'after {leak.get("unwinds", "?")} deep unwinds | **{verdict(alloc_ok)}** |')
+    o(f'| lookup grows logarithmically with the number of functions | '
+      + ', '.join(f'x{fmt(r)} per 10x ({lo}->{hi})' for lo, hi, r, _ in per10)
+      + f' | **{verdict(log_ok)}** |')
+    o('')
+    if problems:
+        o('## Problems')
+        o('')
+        for p in problems:
+            o(f'- {p}')
+        o('')
+
+    text = '\n'.join(L) + '\n'
+    with open(os.path.join(a.out, 'results.md'), 'w') as f:
+        f.write(text)
+    print(text)
+    print(f'bench: results in {os.path.join(a.out, "results.md")}')
+
+    def lk(n):
+        v = sfn(n)
+        return f'{v:.0f}' if v else 'n/a'
+    print(f'bench: sframe_fp_step_ratio warm={fmt(warm_x)} cold={fmt(cold_x)}')
+    print(f'bench: dwarf_sframe_bytes_ratio={fmt(bytes_ratio, 1)}')
+    print(f'bench: lookup_ns fdes_1k={lk(1000)} fdes_10k={lk(10000)} fdes_100k={lk(100000)}')
+    return 1 if problems else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
