@@ -20,6 +20,7 @@ int sframe_add_section(unsigned long sframe_start, unsigned long sframe_end,
 		       unsigned long text_start, unsigned long text_end);
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void sframe_mm_free(struct mm_struct *mm);
+bool sframe_mm_has_sections(struct mm_struct *mm);
 void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 		     unsigned long end);
 long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
@@ -47,6 +48,11 @@ static inline int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm)
 }
 
 static inline void sframe_mm_free(struct mm_struct *mm) {}
+
+static inline bool sframe_mm_has_sections(struct mm_struct *mm)
+{
+	return false;
+}
 
 static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 				   unsigned long end) {}

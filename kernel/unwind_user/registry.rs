@@ -140,6 +140,11 @@ pub(crate) struct Counters {
     pub(crate) fp_fallbacks: Atomic<u64>,
     pub(crate) errors: Atomic<u64>,
     pub(crate) dropped: Atomic<u64>,
+    /// Frames unwound with SFrame at NMI or IRQ time.
+    pub(crate) nofault_frames: Atomic<u64>,
+    /// Frames left to frame pointers at NMI or IRQ time because a read of
+    /// the section would have faulted.
+    pub(crate) nofault_faults: Atomic<u64>,
 }
 
 impl Counters {
@@ -196,6 +201,8 @@ impl SframeMm {
                     fp_fallbacks: Atomic::new(0),
                     errors: Atomic::new(0),
                     dropped: Atomic::new(0),
+                    nofault_frames: Atomic::new(0),
+                    nofault_faults: Atomic::new(0),
                 },
             },
             GFP_KERNEL,

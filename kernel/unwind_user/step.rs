@@ -10,16 +10,65 @@ use crate::registry::{Counters, Section, SframeMm};
 use kernel::{
     bindings,
     error::code::{EFAULT, EINVAL, ENOENT},
+    ffi::c_ulong,
     prelude::*,
     uaccess::{UserPtr, UserSlice},
 };
 use sframe::{Base, Error as SfError, RegRule, Row};
 
-/// Reads a section from the current task's memory with fault-safe,
-/// faultable user copies (`copy_from_user()`); for task context only.
+/// How the current task's memory is read: one unwinder, two readers.
+#[derive(Clone, Copy)]
+pub(crate) enum UserMem {
+    /// `copy_from_user()`: may fault pages in and sleep; task context (the
+    /// deferred unwind at return to user space, registration).
+    Faultable,
+    /// `copy_from_user_nmi()`: fails instead of faulting; NMI or IRQ time
+    /// (`perf_callchain_user()`).
+    NoFault,
+}
+
+impl UserMem {
+    /// Fills `buf` from the current task's memory at `addr`.
+    fn copy(self, addr: usize, buf: &mut [u8]) -> Result {
+        match self {
+            UserMem::Faultable => UserSlice::new(UserPtr::from_addr(addr), buf.len())
+                .reader()
+                .read_slice(buf),
+            UserMem::NoFault => {
+                // SAFETY: `buf` is valid for `buf.len()` bytes of writes; the
+                // function checks the user range and never faults.
+                let left = unsafe {
+                    bindings::copy_from_user_nmi(
+                        buf.as_mut_ptr().cast(),
+                        UserPtr::from_addr(addr).as_const_ptr(),
+                        buf.len() as c_ulong,
+                    )
+                };
+                if left == 0 {
+                    Ok(())
+                } else {
+                    Err(EFAULT)
+                }
+            }
+        }
+    }
+
+    fn read<const N: usize>(self, addr: usize) -> Result<[u8; N]> {
+        let mut b = [0u8; N];
+        self.copy(addr, &mut b)?;
+        Ok(b)
+    }
+
+    fn read_word(self, addr: usize) -> Result<usize> {
+        Ok(usize::from_ne_bytes(self.read::<8>(addr)?))
+    }
+}
+
+/// Reads a section from the current task's memory, through `mem`.
 pub(crate) struct UserReader {
     /// User address of the section's first byte.
-    pub(crate) base: usize,
+    base: usize,
+    mem: UserMem,
 }
 
 impl sframe::Reader for UserReader {
@@ -28,23 +77,20 @@ impl sframe::Reader for UserReader {
             .base
             .checked_add(offset as usize)
             .ok_or(SfError::Read)?;
-        copy_from_user(addr, buf).map_err(|_| SfError::Read)
+        self.mem.copy(addr, buf).map_err(|_| SfError::Read)
     }
 }
 
-/// Fills `buf` from the current task's memory at `addr`; may fault.
-fn copy_from_user(addr: usize, buf: &mut [u8]) -> Result {
-    UserSlice::new(UserPtr::from_addr(addr), buf.len())
-        .reader()
-        .read_slice(buf)
-}
-
-/// Opens `s` for reading from user memory. Only sections for this
-/// architecture's ABI are unwound with.
-pub(crate) fn open(s: &Section) -> core::result::Result<sframe::Section<UserReader>, SfError> {
+/// Opens `s` for reading from user memory through `mem`. Only sections
+/// for this architecture's ABI are unwound with.
+pub(crate) fn open(
+    s: &Section,
+    mem: UserMem,
+) -> core::result::Result<sframe::Section<UserReader>, SfError> {
     let sec = sframe::Section::new(
         UserReader {
             base: s.sframe_start,
+            mem,
         },
         s.sframe_len,
         s.sframe_start as u64,
@@ -110,33 +156,23 @@ pub(crate) enum Step {
 /// musl's `__restore_rt`, where a signal handler returns to.
 const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
 
-fn read_user<const N: usize>(addr: usize) -> Result<[u8; N]> {
-    let mut b = [0u8; N];
-    copy_from_user(addr, &mut b)?;
-    Ok(b)
-}
-
-fn read_word(addr: usize) -> Result<usize> {
-    Ok(usize::from_ne_bytes(read_user::<8>(addr)?))
-}
-
 /// Is `state->ip` the signal trampoline? Only asked for IPs no section
 /// covers: a return address into `__restore_rt` is its first byte.
-fn at_sigreturn(state: &bindings::unwind_user_state) -> bool {
-    matches!(read_user::<9>(state.ip), Ok(code) if code == RT_SIGRETURN)
+fn at_sigreturn(state: &bindings::unwind_user_state, mem: UserMem) -> bool {
+    matches!(mem.read::<9>(state.ip), Ok(code) if code == RT_SIGRETURN)
 }
 
 /// Steps over a signal frame: when the handler returned into the
 /// trampoline it popped `pretcode`, so the stack pointer is the address of
 /// the `ucontext` the kernel saved, whose `uc_mcontext` holds the
 /// interrupted registers.
-fn unwind_signal_frame(state: &mut bindings::unwind_user_state) -> Result {
+fn unwind_signal_frame(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result {
     use core::mem::offset_of;
     let mc = state
         .sp
         .checked_add(offset_of!(bindings::ucontext, uc_mcontext))
         .ok_or(EFAULT)?;
-    let reg = |off: usize| read_word(mc.checked_add(off).ok_or(EFAULT)?);
+    let reg = |off: usize| mem.read_word(mc.checked_add(off).ok_or(EFAULT)?);
     let ip = reg(offset_of!(bindings::sigcontext_64, ip))?;
     let sp = reg(offset_of!(bindings::sigcontext_64, sp))?;
     let fp = reg(offset_of!(bindings::sigcontext_64, bp))?;
@@ -164,6 +200,11 @@ pub(crate) fn next(
     frame: &mut bindings::unwind_user_frame,
 ) -> Result<Step> {
     let c = &mm.counters;
+    let mem = if state.nofault {
+        UserMem::NoFault
+    } else {
+        UserMem::Faultable
+    };
     Counters::inc(&c.unwinds);
     // A caller's IP is a return address, which may be the first byte after
     // the function (a call to a noreturn function): look up the call. The
@@ -173,44 +214,46 @@ pub(crate) fn next(
     } else {
         state.ip.checked_sub(1).ok_or(ENOENT)?
     };
-    let Some(section) = mm.lookup(pc) else {
-        if !state.topmost && at_sigreturn(state) {
-            unwind_signal_frame(state)?;
-            Counters::inc(&c.sframe_frames);
-            return Ok(Step::Signal);
-        }
-        Counters::inc(&c.fp_fallbacks);
-        return Err(ENOENT);
-    };
-    let row = open(&section).and_then(|mut s| s.find(pc as u64));
-    let row = match row {
-        Ok(row) => row,
-        Err(SfError::NotCovered) => {
-            Counters::inc(&c.fp_fallbacks);
-            return Err(ENOENT);
-        }
-        Err(e) => {
-            Counters::inc(&c.errors);
-            if e.is_malformed() {
-                mm.mark_dead(&section);
-                pr_debug!(
-                    "dropped section at {:#x}: {}\n",
-                    section.sframe_start,
-                    e.name()
-                );
-                return Err(EINVAL);
+    // The row for `pc`, or `None` when no section describes it.
+    let row = match mm.lookup(pc) {
+        None => None,
+        Some(section) => match open(&section, mem).and_then(|mut s| s.find(pc as u64)) {
+            Ok(row) => Some(row),
+            Err(SfError::NotCovered) => None,
+            Err(e) => {
+                if e.is_malformed() {
+                    Counters::inc(&c.errors);
+                    mm.mark_dead(&section);
+                    pr_debug!(
+                        "dropped section at {:#x}: {}\n",
+                        section.sframe_start,
+                        e.name()
+                    );
+                    return Err(EINVAL);
+                }
+                // Not resident at NMI or IRQ time is no fault of the
+                // section: the pages are faulted in later.
+                if state.nofault {
+                    Counters::inc(&c.nofault_faults);
+                    state.prefault = true;
+                } else {
+                    Counters::inc(&c.errors);
+                }
+                return Err(EFAULT);
             }
-            return Err(EFAULT);
-        }
+        },
     };
-    if row.signal_frame {
-        unwind_signal_frame(state)?;
-        Counters::inc(&c.sframe_frames);
-        return Ok(Step::Signal);
-    }
-    match rule(&row) {
+    let rule = match row {
+        Some(row) if row.signal_frame => None,
+        Some(row) => rule(&row),
+        None => None,
+    };
+    match rule {
         Some(Rule::Frame(f)) => {
             Counters::inc(&c.sframe_frames);
+            if state.nofault {
+                Counters::inc(&c.nofault_frames);
+            }
             *frame = f;
             Ok(Step::Frame)
         }
@@ -218,6 +261,14 @@ pub(crate) fn next(
             Counters::inc(&c.sframe_frames);
             frame.outermost = true;
             Ok(Step::Frame)
+        }
+        // A signal frame: marked as such (V3), or a return address that is
+        // the trampoline (which distribution libcs ship without SFrame, and
+        // which may sit in a registered text that has no FDE for it).
+        None if row.is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem) => {
+            unwind_signal_frame(state, mem)?;
+            Counters::inc(&c.sframe_frames);
+            Ok(Step::Signal)
         }
         None => {
             Counters::inc(&c.fp_fallbacks);

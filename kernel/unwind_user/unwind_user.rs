@@ -119,7 +119,8 @@ fn add_section(s: Section) -> Result {
     // Validate once, in full, before taking the mmap lock: the reads may
     // fault, and the fault handler needs that lock. The bytes may change
     // afterwards; every unwind checks them again.
-    let mut sec = step::open(&s).map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
+    let mut sec = step::open(&s, step::UserMem::Faultable)
+        .map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
     sec.validate()
         .map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
 
@@ -199,6 +200,7 @@ fn u64_at(buf: &[u8], i: usize) -> u64 {
 
 const SFRAME_SIZE_VER0: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER0 as usize;
 const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
+const INFO_SIZE: usize = bindings::UNWIND_USER_INFO_SIZE_VER1 as usize;
 
 fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
     let b = read_versioned::<SFRAME_SIZE_VER0>(ptr, size)?;
@@ -243,7 +245,7 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
     }
     let task = kernel::current!();
     let mm = task.mm().ok_or(EINVAL)?.as_raw();
-    let mut vals = [0u64; INFO_SIZE_VER0 / 8];
+    let mut vals = [0u64; INFO_SIZE / 8];
     // SAFETY: `mm` is the current task's mm, live while it runs.
     if let Some(s) = unsafe { SframeMm::get(mm) } {
         let c = &s.counters;
@@ -254,13 +256,15 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
             c.fp_fallbacks.load(Relaxed),
             c.errors.load(Relaxed),
             c.dropped.load(Relaxed),
+            c.nofault_frames.load(Relaxed),
+            c.nofault_faults.load(Relaxed),
         ];
     }
-    let mut out = [0u8; INFO_SIZE_VER0];
+    let mut out = [0u8; INFO_SIZE];
     for (chunk, v) in out.chunks_exact_mut(8).zip(vals) {
         chunk.copy_from_slice(&v.to_ne_bytes());
     }
-    let n = size.min(INFO_SIZE_VER0);
+    let n = size.min(INFO_SIZE);
     let bytes = out.get(..n).ok_or(EINVAL)?;
     UserSlice::new(UserPtr::from_addr(ptr), n)
         .writer()
@@ -339,6 +343,17 @@ pub unsafe extern "C" fn sframe_mm_dup(
         Ok(()) => 0,
         Err(_) => ENOMEM.to_errno(),
     }
+}
+
+/// Does `mm` have a registered section? Lock-free (NMI-safe).
+///
+/// # Safety
+///
+/// `mm` must be live.
+#[no_mangle]
+pub unsafe extern "C" fn sframe_mm_has_sections(mm: *mut bindings::mm_struct) -> bool {
+    // SAFETY: The caller's contract.
+    unsafe { SframeMm::get(mm) }.is_some_and(|s| s.len() > 0)
 }
 
 /// Frees the registry of `mm`, which has no users left.

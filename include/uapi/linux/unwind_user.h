@@ -55,8 +55,13 @@ struct unwind_user_sframe {
  * @fp_fallbacks:   frames no section covered, left to the frame-pointer rule
  * @errors:         frames whose section turned out malformed or unreadable
  * @dropped:        registrations removed because their section went bad
+ * @nofault_frames: frames unwound with SFrame at NMI or IRQ time
+ *                  (perf_callchain_user(), e.g. perf record -g without defer)
+ * @nofault_faults: frames left to frame pointers at NMI or IRQ time because
+ *                  a read of the section would have faulted
  *
- * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes.
+ * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes; size
+ * must be at least UNWIND_USER_INFO_SIZE_VER0.
  */
 struct unwind_user_info {
 	__u64 nr_sections;
@@ -65,8 +70,11 @@ struct unwind_user_info {
 	__u64 fp_fallbacks;
 	__u64 errors;
 	__u64 dropped;
+	__u64 nofault_frames;
+	__u64 nofault_faults;
 };
 
 #define UNWIND_USER_INFO_SIZE_VER0	48
+#define UNWIND_USER_INFO_SIZE_VER1	64
 
 #endif /* _UAPI_LINUX_UNWIND_USER_H */

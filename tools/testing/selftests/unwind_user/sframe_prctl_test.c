@@ -180,14 +180,23 @@ TEST(query)
 	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_QUERY, (unsigned long)buf, 47, 0));
 	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_QUERY, (unsigned long)buf, page + 1, 0));
 	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_QUERY, (unsigned long)buf, ~0ul, 0));
-	/* A larger buffer gets the 48 bytes the kernel knows, no more. */
+	/*
+	 * A larger buffer gets the bytes the kernel knows (those of the
+	 * struct this test was built with), no more.
+	 */
 	memset(buf, 0xa5, 2 * page);
 	EXPECT_EQ(0, unwind_prctl(UNWIND_USER_QUERY, (unsigned long)buf, page, 0));
 	EXPECT_EQ(1, ((struct unwind_user_info *)buf)->nr_sections);
-	for (i = UNWIND_USER_INFO_SIZE_VER0; i < 2 * page; i++)
+	for (i = sizeof(struct unwind_user_info); i < 2 * page; i++)
 		if (buf[i] != 0xa5)
 			break;
 	EXPECT_EQ(2 * page, i);
+	/* A caller built against version 0 (48 bytes) gets 48 bytes. */
+	memset(buf, 0xa5, 2 * page);
+	EXPECT_EQ(0, unwind_prctl(UNWIND_USER_QUERY, (unsigned long)buf,
+				  UNWIND_USER_INFO_SIZE_VER0, 0));
+	EXPECT_EQ(1, ((struct unwind_user_info *)buf)->nr_sections);
+	EXPECT_EQ(0xa5, buf[UNWIND_USER_INFO_SIZE_VER0]);
 	/* Unused argument. */
 	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_QUERY, (unsigned long)buf,
 					sizeof(before), 1));

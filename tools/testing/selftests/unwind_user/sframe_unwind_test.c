@@ -11,7 +11,10 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../kselftest_harness.h"
 #include "unwind_user_test.h"
@@ -145,6 +148,80 @@ TEST_F(unwind, fallback_and_reregister)
 	ASSERT_GE(sf.in_chain, 20);
 	EXPECT_EQ(sf.in_chain, sf.complete);
 	EXPECT_LT(fp.complete * 2, fp.in_chain);
+}
+
+static long page_size(void)
+{
+	return sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * Without deferral, perf takes the user callchain at sample time
+ * (perf_callchain_user(), IRQ or NMI context): SFrame is used there too,
+ * with reads that never fault. A read that would fault (a section page not
+ * mapped yet: this test runs in a child of fork(), which does not inherit
+ * the page tables of file mappings) leaves that frame to frame pointers,
+ * counted in nofault_faults, and asks for one deferred unwind that faults
+ * the page in for the next samples. Every incomplete stack must be one of
+ * those; the others are complete.
+ */
+static void sample_time_check(struct __test_metadata *_metadata,
+			      void (*work)(void *), void *arg, int min_faults)
+{
+	struct unwind_user_info before, after;
+	unsigned long long faults;
+	struct tally t;
+
+	ASSERT_EQ(0, unwind_query(&before));
+	ASSERT_EQ(0, sample_stacks_sync(work, arg, 4000, &stacks));
+	ASSERT_EQ(0, unwind_query(&after));
+	t = check(&stacks, 1);
+	faults = after.nofault_faults - before.nofault_faults;
+	printf("# samples %u, in chain %d, complete %d, incomplete %d; nofault_frames +%llu nofault_faults +%llu\n",
+	       stacks.samples, t.in_chain, t.complete, t.wrong,
+	       after.nofault_frames - before.nofault_frames, faults);
+	ASSERT_GE(t.in_chain, 20);
+	EXPECT_LE(t.wrong, faults);
+	EXPECT_GE(faults, min_faults);
+	EXPECT_GE(t.complete * 10, t.in_chain * 9);
+	EXPECT_GT(after.nofault_frames, before.nofault_frames);
+	EXPECT_EQ(after.errors, before.errors);
+	EXPECT_EQ(after.dropped, before.dropped);
+}
+
+TEST_F(unwind, sample_time_chain_complete)
+{
+	unsigned long n = 60000;
+
+	sample_time_check(_metadata, run_chain, &n, 0);
+}
+
+static struct unwind_user_sframe *dropped_sec;
+
+/* Drop the section's page table entries, then run the chain. */
+static void dontneed_then_chain(void *arg)
+{
+	unsigned long page = sysconf(_SC_PAGESIZE);
+	unsigned long start = dropped_sec->sframe_start & ~(page - 1);
+	unsigned long end = dropped_sec->sframe_start + dropped_sec->sframe_size;
+
+	/* A private, never written file mapping: only the PTEs go. */
+	if (madvise((void *)start, end - start, MADV_DONTNEED))
+		abort();
+	run_chain(arg);
+}
+
+/*
+ * The same with the section's pages dropped just before the chain runs:
+ * the first samples cannot read it and fall back, without a fault, WARN or
+ * splat (the harness checks the kernel log), and the pages come back.
+ */
+TEST_F(unwind, sample_time_nonresident_falls_back)
+{
+	unsigned long n = 60000;
+
+	dropped_sec = &self->sec;
+	sample_time_check(_metadata, dontneed_then_chain, &n, 1);
 }
 
 TEST_HARNESS_MAIN

@@ -45,7 +45,19 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 		tail += hdr.size;
 
 		if (hdr.type == PERF_RECORD_SAMPLE) {
+			/* ip, pid/tid, then the callchain: nr, ips[nr] */
+			uint64_t *p = (uint64_t *)(rec + sizeof(hdr));
+			uint64_t nr = p[2], k;
+
 			out->samples++;
+			if (out->sync && out->nr < MAX_STACKS) {
+				struct ustack *st = &out->s[out->nr++];
+
+				st->nr = 0;
+				for (k = 0; k < nr && st->nr < MAX_DEPTH; k++)
+					if (p[3 + k] < (uint64_t)PERF_CONTEXT_MAX)
+						st->ip[st->nr++] = p[3 + k];
+			}
 		} else if (hdr.type == PERF_RECORD_LOST) {
 			out->lost++;
 		} else if (hdr.type == PERF_RECORD_CALLCHAIN_DEFERRED &&
@@ -64,8 +76,18 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 	__atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
+/* Set by sample_stacks_sync(): take the callchains of the samples. */
+static bool at_sample_time;
+
+/*
+ * The tests' call chains end at this frame (whichever helper they used),
+ * so it must not be inlined.
+ */
+__attribute__((noinline))
 int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 {
+	bool sync = at_sample_time;
+
 	struct perf_event_attr attr = {
 		.size = sizeof(attr),
 		.type = PERF_TYPE_SOFTWARE,
@@ -77,8 +99,8 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 		.exclude_kernel = 1,
 		.exclude_callchain_kernel = 1,
 		.disabled = 1,
-		.defer_callchain = 1,
-		.defer_output = 1,
+		.defer_callchain = !sync,
+		.defer_output = !sync,
 		.sample_id_all = 1,
 		.wakeup_events = 1,
 	};
@@ -88,6 +110,7 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 	int fd;
 
 	memset(out, 0, sizeof(*out));
+	out->sync = sync;
 	fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
 	if (fd < 0)
 		return -errno;
@@ -103,6 +126,17 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 	munmap(meta, len);
 	close(fd);
 	return 0;
+}
+
+int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
+		       struct stacks *out)
+{
+	int ret;
+
+	at_sample_time = true;
+	ret = sample_stacks(work, arg, freq, out);
+	at_sample_time = false;
+	return ret;
 }
 
 /* The executable's symbol table: FUNC symbols sorted by address. */

@@ -36,7 +36,8 @@ struct ustack {
 };
 
 struct stacks {
-	unsigned int nr;		/* deferred user stacks read */
+	unsigned int nr;		/* user stacks read */
+	bool sync;			/* from the samples, not deferred */
 	unsigned int samples;		/* samples read */
 	unsigned int lost;		/* PERF_RECORD_LOST */
 	struct ustack s[MAX_STACKS];
@@ -47,6 +48,12 @@ struct stacks {
  * while @work runs @arg; the stacks it got go to @out. Returns 0 or -errno.
  */
 int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out);
+/*
+ * The same without deferral: the user stacks are the callchains of the
+ * samples themselves, taken at IRQ/NMI time by perf_callchain_user().
+ */
+int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
+		       struct stacks *out);
 
 /* Symbol of @ip in /proc/self/exe (NULL if none); 0 for ip == 0. */
 const char *sym_name(uint64_t ip);
