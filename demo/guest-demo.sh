@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Guest side of `make demo` (installed as /selftests/demo.sh, run by /init in
-# demo mode with its output on ttyS1).  Profiles the workload three ways with
+# demo mode with its output on ttyS1).  Profiles the workload four ways with
 # the real perf tool and prints, for each, a summary line and perf script's
 # output (gzip + base64) between markers for the host to split:
 #
@@ -22,10 +22,14 @@ echo "### demo-start $(uname -r) $(perf version 2>&1)"
 echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
 echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 
-for m in fp sframe dwarf; do
+# Sample-time (NMI/IRQ) SFrame in perf_callchain_user(): off for the fp
+# row, which is what a kernel without this series does.
+NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
+for m in fp sframe nmi dwarf; do
 	case $m in
-	fp)	cg=fp ;;
+	fp)	cg=fp; echo N >$NMI_SFRAME ;;
 	sframe)	cg=fp,defer ;;
+	nmi)	cg=fp; echo Y >$NMI_SFRAME ;;
 	dwarf)	cg=dwarf ;;
 	esac
 	t0=$(date +%s)

@@ -9,6 +9,7 @@ one frame a line, leaf first:  "\t    7f01c0de1234 convolve_pixel (/selftests/li
 """
 import base64
 import gzip
+import os
 import re
 import sys
 
@@ -145,7 +146,10 @@ def from_results_log(text, mode='sframe'):
 
 
 def main(argv):
-    """perfscript.py check FILE|- [MIN_SHARE [MIN_EXACT]]: see check-perf.sh."""
+    """perfscript.py check FILE|- [MIN_SHARE [MIN_EXACT]]: see check-perf.sh.
+
+    PERF_RUN (environment) picks the run of a demo results.log: sframe
+    (default) or nmi (plain --call-graph fp, SFrame at sample time)."""
     if len(argv) < 3 or argv[1] != 'check':
         print(main.__doc__, file=sys.stderr)
         return 2
@@ -157,8 +161,9 @@ def main(argv):
     else:
         with open(path, errors='replace') as f:
             text = f.read()
-    if '### demo-script sframe begin' in text:
-        text = from_results_log(text, 'sframe')
+    run = os.environ.get('PERF_RUN', 'sframe')
+    if f'### demo-script {run} begin' in text:
+        text = from_results_log(text, run)
     ok, msg = check(text, min_share=min_share, min_exact=min_exact)
     print(('ok - ' if ok else 'not ok - ') + 'perf script stacks: ' + msg)
     return 0 if ok else 1

@@ -22,6 +22,7 @@ import perfscript  # noqa: E402
 
 MODES = [('fp', 'fp (IRQ-time walker)', '--call-graph fp'),
          ('sframe', 'SFrame (deferred)', '--call-graph fp,defer'),
+         ('nmi', 'SFrame (sample time)', '--call-graph fp'),
          ('dwarf', 'DWARF (perf copy)', '--call-graph dwarf')]
 
 
@@ -191,6 +192,8 @@ def main():
 
     def g(m, k, fmt):
         return fmt % res[m][k] if m in res else 'n/a'
+    print('demo: sample_time_sframe complete_stacks=%s bytes_per_sample=%s '
+          '(plain --call-graph fp, no defer)' % (g('nmi', 'main', '%.1f%%'), g('nmi', 'bps', '%.0f')))
     print('demo: complete_stacks fp=%s sframe=%s dwarf=%s bytes_per_sample fp=%s sframe=%s dwarf=%s' % (
         g('fp', 'main', '%.1f%%'), g('sframe', 'main', '%.1f%%'), g('dwarf', 'main', '%.1f%%'),
         g('fp', 'bps', '%.0f'), g('sframe', 'bps', '%.0f'), g('dwarf', 'bps', '%.0f')))

@@ -59,8 +59,9 @@ echo $? >"$LOGS/guest/rc"
 
 # 4. The real perf tool (tools/perf of the same tree) in a second boot: the
 #    demo workload, built without frame pointers, profiled with
-#    --call-graph fp,defer must show the expected frames in perf script's
-#    own output; the frame-pointer-only run is reported beside it.
+#    --call-graph fp,defer (deferred SFrame) and with plain --call-graph fp
+#    (SFrame at sample time) must show the expected frames in perf script's
+#    own output; the frame-pointer-only run is reported beside them.
 DEMO_SECONDS=3 "$REPO/demo/run-demo.sh" "$OUT/arch/x86/boot/bzImage" "$KB/perf/build/perf" \
 	"$LOGS/demo" "$TIMEOUT" >"$LOGS/demo.log" 2>&1
 echo $? >"$LOGS/demo/rc"
@@ -74,6 +75,12 @@ echo $? >"$LOGS/demo/rc"
 		echo "ok 2 perf script shows the SFrame stacks: ${r#ok - }"
 	else
 		echo "not ok 2 perf script: ${r#not ok - }"
+	fi
+	# Plain --call-graph fp, no defer: SFrame at sample time (NMI/IRQ).
+	if r=$(PERF_RUN=nmi "$REPO/demo/check-perf.sh" "$LOGS/demo/run/results.log" 2>&1); then
+		echo "ok 3 perf script, plain -g, shows the SFrame stacks: ${r#ok - }"
+	else
+		echo "not ok 3 perf script, plain -g: ${r#not ok - }"
 	fi
 } >"$LOGS/perf.log"
 

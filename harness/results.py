@@ -171,7 +171,7 @@ def main():
     series = read(os.path.join(logs, "series.log")) or []
     perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]
     suites = (host_tests(logs) + [flat_tap("series: git am + checkpatch", series)]
-              + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer", perf),
+              + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer and fp", perf),
                                clean_log("perf guest: clean log",
                                          os.path.join(logs, "demo", "run", "console.log"))])
     tp = tf = 0
