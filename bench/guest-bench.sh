@@ -14,13 +14,16 @@ cd /tmp || exit 1
 SHALLOW=4		# chain frames: 10 frames in all with the driver and libc's
 DEEP=200		# 206 frames in all (the trigger keeps at most 512)
 ROUNDS=7		# warm measurements per unwinder, interleaved
-ITERS_SHALLOW=20000	# unwinds per warm measurement
-ITERS_DEEP=1000
+ITERS_SHALLOW=5000	# unwinds per warm measurement
+ITERS_DEEP=250
 COLD_REPS=200		# cold: re-register + 1 unwind, per unwinder
+PROFILE_ITERS=300	# deep unwinds under perf, per unwinder
 GROWTH_DEPTH=100
-GROWTH_ITERS=1000
+GROWTH_ITERS=200
+GROWTH_ROUNDS=7		# rounds over all sizes, so that drift hits all alike
 GROWTH_SIZES="10 1000 10000 100000"
-LEAK_ITERS=20000
+MEM_K=50		# registrations per size for the memory figure
+LEAK_ITERS=2000
 PERF_SECONDS=4
 PERF_FREQ=10000
 [ -f $D/bench.env ] && . $D/bench.env
@@ -33,7 +36,10 @@ phase() {
 
 echo "### bench-start"
 echo "bench: guest kernel=$(uname -r) nproc=$(nproc) cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -1 | tr ' ' '_')"
-echo "bench: config shallow=$SHALLOW deep=$DEEP rounds=$ROUNDS iters_shallow=$ITERS_SHALLOW iters_deep=$ITERS_DEEP cold_reps=$COLD_REPS growth_depth=$GROWTH_DEPTH growth_iters=$GROWTH_ITERS perf_seconds=$PERF_SECONDS perf_freq=$PERF_FREQ"
+echo "bench: config shallow=$SHALLOW deep=$DEEP rounds=$ROUNDS iters_shallow=$ITERS_SHALLOW iters_deep=$ITERS_DEEP cold_reps=$COLD_REPS profile_iters=$PROFILE_ITERS growth_depth=$GROWTH_DEPTH growth_iters=$GROWTH_ITERS growth_rounds=$GROWTH_ROUNDS mem_k=$MEM_K leak_iters=$LEAK_ITERS perf_seconds=$PERF_SECONDS perf_freq=$PERF_FREQ"
+# perf needs the kernel's symbols (profiles) and no sampling restrictions.
+echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
+echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 
 # a. The unwind step, SFrame against frame pointers, on the same stacks.
 phase step
@@ -48,12 +54,34 @@ unwind_bench cold $DEEP $COLD_REPS
 phase leak
 unwind_bench leak $DEEP $LEAK_ITERS
 
-# d. Growth: the same step against the number of functions.
+# Where the kernel spends the time of each unwinder: perf's own profile of
+# the deep loop, kernel and user, self time by symbol.
+phase profile
+for u in sframe fp; do
+	perf record -e cpu-clock -F 2000 -N -o prof-$u.data \
+		-- unwind_bench loop $u $DEEP $PROFILE_ITERS >prof-$u.out 2>prof-$u.err
+	cat prof-$u.out
+	echo "### bench-profile $u begin"
+	perf report -i prof-$u.data --stdio --no-children --sort sym --percent-limit 0.3 \
+		2>/dev/null | grep '%'
+	echo "### bench-profile $u end"
+	rm -f prof-$u.data
+done
+
+# d. Growth: the same step against the number of functions, one round over
+# all sizes at a time.
 phase growth
 for n in $GROWTH_SIZES; do
 	echo "bench: binary name=growth_$n"
 	growth_$n info
-	growth_$n step $GROWTH_DEPTH $GROWTH_ITERS $ROUNDS
+done
+r=0
+while [ $r -lt $GROWTH_ROUNDS ]; do
+	for n in $GROWTH_SIZES; do
+		echo "bench: binary name=growth_$n"
+		growth_$n step $GROWTH_DEPTH $GROWTH_ITERS 1 | sed "s/ round=0 / round=$r /"
+	done
+	r=$((r + 1))
 done
 echo "bench: binary name=unwind_bench"
 
@@ -66,19 +94,16 @@ for n in 1 1000 10000 100000; do
 	unwind_bench reg $n $reps
 done
 unwind_bench mem 1 1000
-unwind_bench mem 1000 1000
 for n in 1 1000 10000 100000; do
-	unwind_bench mem $n 20
+	unwind_bench mem $n $MEM_K
 done
 
 # b. End to end with perf: unprofiled, SFrame (fp,defer), DWARF, unprofiled.
 phase perf
-echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
-echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 # Keep -F as asked for every mode: without this the kernel lowers the
 # highest sample rate when sample handling is slow, as it is under TCG.
 echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
-echo "bench: perf version=$(perf version 2>&1 | tr ' ' '_')"
+echo "bench: perfinfo version=$(perf version 2>&1 | tr ' ' '_')"
 for m in none sframe dwarf none2; do
 	case $m in
 	none*)	cg= ;;

@@ -47,11 +47,22 @@ def num(v):
 
 def parse(path):
     """The log as a list of (key, {k: v}, binary) and the perf script texts."""
-    recs, blobs, notes = [], {}, []
-    binary, cur = 'unwind_bench', None
+    recs, blobs, notes, profiles = [], {}, [], {}
+    binary, cur, prof = 'unwind_bench', None, None
     with open(path, errors='replace') as f:
         for line in f:
             line = line.rstrip('\r\n')
+            m = re.match(r'### bench-profile (\w+) (begin|end)', line)
+            if m:
+                prof = m.group(1) if m.group(2) == 'begin' else None
+                if prof:
+                    profiles[prof] = []
+                continue
+            if prof:
+                m = re.match(r'\s*([\d.]+)%\s+\[([k.])\]\s+(.+?)\s*$', line)
+                if m:
+                    profiles[prof].append((float(m.group(1)), m.group(2), m.group(3)))
+                continue
             m = re.match(r'### bench-script (\w+) (begin|end)', line)
             if m:
                 cur = m.group(1) if m.group(2) == 'begin' else None
@@ -80,12 +91,12 @@ def parse(path):
             texts[mode] = gzip.decompress(base64.b64decode(''.join(b))).decode(errors='replace')
         except (ValueError, OSError, EOFError, zlib.error) as e:
             print(f'bench: {mode}: cannot decode perf script output: {e}', file=sys.stderr)
-    return recs, texts, notes
+    return recs, texts, notes, profiles
 
 
-def select(recs, key, binary=None, **match):
+def select(recs, rkey, binary=None, **match):
     return [kv for k, kv, b in recs
-            if k == key and (binary is None or b == binary)
+            if k == rkey and (binary is None or b == binary)
             and all(kv.get(a) == v for a, v in match.items())]
 
 
@@ -112,6 +123,56 @@ def symbolizer(path):
     return name
 
 
+def simplify(name):
+    """sframe[hash]::section::Section<R>>::walk::<...> -> sframe::section::Section::walk"""
+    name = re.sub(r'\[[0-9a-f]+\]', '', name)
+    while True:
+        new = re.sub(r'(\w)<[^<>]*>', r'\1', name)
+        new = re.sub(r'<([\w:]+)>::', r'\1::', new)
+        new = re.sub(r'::<[^<>]*>', '', new)
+        if new == name:
+            break
+        name = new
+    return re.sub(r'::\{closure#\d+\}', '', name)
+
+
+def demangle(names):
+    """Rust v0 symbols made readable by c++filt (binutils); others as given."""
+    try:
+        out = subprocess.run(['c++filt'], input='\n'.join(names), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+        if len(out) == len(names):
+            return [simplify(o) for o in out]
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return list(names)
+
+
+# Where the time of an unwind goes, by the symbols perf sampled.
+CATEGORIES = [
+    ('lockdep and debug checks', re.compile(
+        r'lock_acquire|lock_release|lockdep|mark_lock|^check_|validate_chain|hlock|'
+        r'__might_|debug_lockdep|_held|match_held_lock|find_held|__bfs|mark_usage|'
+        r'lock_is_held|kmemleak|debug_')),
+    ('user memory access', re.compile(
+        r'copy_user|copy_from_user|__get_user|get_user|rep_movs|memcpy|clear_user|'
+        r'UserSlice|uaccess|fault')),
+    ('SFrame decoder (rust/sframe)', re.compile(r'6sframe|^sframe::')),
+    ('SFrame registry and step (kernel/unwind_user)', re.compile(
+        r'11unwind_user|^unwind_user::|unwind_user_sframe_next')),
+    ('RCU', re.compile(r'rcu')),
+    ('Rust helpers (C calls for atomics, current)', re.compile(r'rust_helper')),
+    ('generic unwind (kernel/unwind/user.c)', re.compile(r'^unwind_user')),
+]
+
+
+def categorize(sym):
+    for name, rx in CATEGORIES:
+        if rx.search(sym) or rx.search(simplify(sym)):
+            return name
+    return 'other (syscall, timer, perf, user space)'
+
+
 def fmt(v, d=2):
     if v is None:
         return 'n/a'
@@ -136,7 +197,7 @@ def main():
     ap.add_argument('--config', default='')
     a = ap.parse_args()
 
-    recs, texts, notes = parse(a.results)
+    recs, texts, notes, profiles = parse(a.results)
     problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
     problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
 
@@ -250,7 +311,8 @@ def main():
     for kv in M:
         kv['per_reg'] = kv['d_sunreclaim_kb'] * 1024 / kv['k']
         kv['per_reg_memfree'] = kv['d_memfree_kb'] * 1024 / kv['k']
-    m20 = {kv['fdes']: kv for kv in M if kv['k'] == 20}
+    mem_k = cfg.get('mem_k', 50)
+    m20 = {kv['fdes']: kv for kv in M if kv['k'] == mem_k}
     m1000 = {kv['fdes']: kv for kv in M if kv['k'] == 1000}
     mem_ok = None
     if 1 in m20 and 100000 in m20:
@@ -262,7 +324,7 @@ def main():
         abs(leak.get('d_sunreclaim_kb', 99)) <= 8
 
     # ---- b. perf end to end.
-    P = {kv['mode']: kv for kv in select(recs, 'perf')}
+    P = {kv['mode']: kv for kv in select(recs, 'perf') if 'mode' in kv}
     PS = {kv['mode']: kv for kv in select(recs, 'perf_script')}
     E = {}
     for mode in ('none', 'none2', 'sframe', 'dwarf'):
@@ -458,6 +520,52 @@ def main():
           f'user copy), and {fmt(fit["icpt"], 0)} ns for the rest of the SFrame step.')
     o('')
 
+    o('## Breakdown of the SFrame step (for deciding on a lookup index)')
+    o('')
+    loops = {kv['unwinder']: kv for kv in select(recs, 'loop')}
+    fp_deep = W['step', deep, 'fp'][0]
+    o(f'Per frame, warm, deep stack: frame pointers {fmt(fp_deep, 0)} ns; SFrame on a frame no '
+      f'section covers (registry miss, signal-trampoline check, then the frame-pointer rule) '
+      f'{fmt(W["uncovered", deep, "sframe"][0], 0)} ns; SFrame on covered frames '
+      f'{fmt(W["step", deep, "sframe"][0], 0)} ns with {G[0]["fdes"] if G else "?"} FDEs'
+      + (f', {fmt(byn[100000]["sf"], 0)} ns with {byn[100000]["fdes"]} FDEs' if 100000 in byn else '')
+      + (f'; fitted, {fmt(fit["icpt"], 0)} ns + {fmt(fit["slope"], 0)} ns per log2(FDEs)' if fit else '')
+      + '.')
+    o('')
+    if profiles:
+        o(f'Kernel profile of {cfg.get("profile_iters", "?")} deep unwinds per unwinder (`perf record '
+          '-e cpu-clock` in the guest, self time by symbol; ns per frame = share of samples x the '
+          'measured time per frame):')
+        o('')
+        per_frame = {}
+        for u in ('sframe', 'fp'):
+            kv = loops.get(u)
+            per_frame[u] = kv['ns'] / (kv['iters'] * kv['frames']) if kv else None
+        cats = {}
+        for u, rows in profiles.items():
+            for pct, _, sym_ in rows:
+                c = categorize(sym_)
+                cats.setdefault(c, {}).setdefault(u, 0.0)
+                cats[c][u] += pct
+        o('| where | sframe: share | ns/frame | fp: share | ns/frame |')
+        o('|---|---:|---:|---:|---:|')
+        for c in [n for n, _ in CATEGORIES] + ['other (syscall, timer, perf, user space)']:
+            if c not in cats:
+                continue
+            cells = []
+            for u in ('sframe', 'fp'):
+                pct = cats[c].get(u, 0.0)
+                ns = pct / 100 * per_frame[u] if per_frame.get(u) else None
+                cells += [f'{pct:.1f}%', fmt(ns, 0)]
+            o(f'| {c} | ' + ' | '.join(cells) + ' |')
+        o(f'| total measured | | {fmt(per_frame.get("sframe"), 0)} | | {fmt(per_frame.get("fp"), 0)} |')
+        o('')
+        top = profiles.get('sframe', [])[:15]
+        names = demangle([t[2] for t in top])
+        o('Top symbols under the SFrame unwinder: ' + '; '.join(
+            f'{n} {pct:.1f}%' for (pct, _, _), n in zip(top, names)) + '.')
+        o('')
+
     o('## Goals')
     o('')
     o('| goal | measured | verdict |')
@@ -477,7 +585,7 @@ def main():
     if 1 in m20 and 100000 in m20:
         o(f'| kernel memory per registration O(1) | {fmt(m20[1]["per_reg"], 0)} B for a '
           f'{m20[1]["sframe_bytes"]}-byte section, {fmt(m20[100000]["per_reg"], 0)} B for a '
-          f'{m20[100000]["sframe_bytes"]}-byte one (K=20)'
+          f'{m20[100000]["sframe_bytes"]}-byte one (K={mem_k})'
           + (f'; {fmt(m1000[1]["per_reg"], 0)} B each for 1000 registrations' if 1 in m1000 else '')
           + f' | **{verdict(mem_ok)}** |')
     o(f'| no allocation in the unwind path | static: {noalloc_last.replace("noalloc: ", "")} '

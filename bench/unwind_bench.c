@@ -21,6 +21,7 @@
  *   reg NFDES REPS                prctl REGISTER time for a synthetic section
  *   mem NFDES K                   kernel memory of K registrations
  *   leak DEPTH ITERS              kernel memory around ITERS SFrame unwinds
+ *   loop UNWINDER DEPTH ITERS     one measurement (to profile the kernel)
  *
  * DEPTH is the number of chain frames below main(); the unwinders also see
  * the write() wrapper, the trigger, main() and libc's start frames.
@@ -534,6 +535,16 @@ static void cmd_mem(unsigned int n, int k)
 	close(fd);
 }
 
+/* One measurement with one unwinder, for profiling the kernel under it. */
+static void cmd_loop(const char *unwinder, int depth, unsigned long iters)
+{
+	struct result r;
+
+	trigger(unwinder, depth, iters, &r);
+	printf("bench: loop unwinder=%s depth=%d iters=%lu frames=%lu ns=%lu\n",
+	       r.unwinder, depth, r.iterations, r.frames, r.ns);
+}
+
 /* Kernel memory before and after many SFrame unwinds: nothing may stay. */
 static void cmd_leak(int depth, unsigned long iters)
 {
@@ -572,10 +583,12 @@ int main(int argc, char **argv)
 		cmd_reg(a, b);
 	else if (!strcmp(cmd, "mem") && a > 0 && b > 0)
 		cmd_mem(a, b);
+	else if (!strcmp(cmd, "loop") && argc == 5 && b > 0 && c > 0)
+		cmd_loop(argv[2], b, c);
 	else if (!strcmp(cmd, "leak") && a > 0 && b > 0)
 		cmd_leak(a, b);
 	else {
-		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS\n",
+		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS | loop sframe|fp DEPTH ITERS\n",
 			argv[0]);
 		return 2;
 	}
