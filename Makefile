@@ -4,6 +4,7 @@
 #
 #   make check    install what is missing, build, boot under QEMU, run every test
 #   make demo     boot and profile the bundled workload with perf (demo/)
+#   make bench    boot and measure the unwinders: step, perf, registration (bench/)
 #   make perf     build tools/perf of the same tree, on the host
 #   make kernel   build bzImage only
 #   make boot     interactive shell in the guest
@@ -29,7 +30,7 @@ KMAKE := $(MAKE) -C $(SRC) O=$(OUT) -j$(JOBS) \
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: check demo kernel boot series deps source apply config \
+.PHONY: check demo bench kernel boot series deps source apply config \
 	host-test selftests initramfs clean-build perf
 
 deps:
@@ -77,6 +78,12 @@ perf: apply
 demo: kernel perf
 	@demo/run-demo.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(KBUILD_DIR)/demo $(BOOT_TIMEOUT)
+
+# SFrame against frame pointers and DWARF, one boot; its own initramfs and
+# outputs, results.md in $(KBUILD_DIR)/bench.
+bench: kernel perf
+	@KSRC=$(SRC) bench/run-bench.sh $(OUT)/arch/x86/boot/bzImage \
+		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench $(BOOT_TIMEOUT) $(OUT)/vmlinux
 
 boot: kernel initramfs
 	harness/run-guest.sh $(OUT)/arch/x86/boot/bzImage $(GUEST)/initramfs.cpio.gz \

@@ -17,7 +17,8 @@ ROUNDS=7		# warm measurements per unwinder, interleaved
 ITERS_SHALLOW=5000	# unwinds per warm measurement
 ITERS_DEEP=250
 COLD_REPS=200		# cold: re-register + 1 unwind, per unwinder
-PROFILE_ITERS=300	# deep unwinds under perf, per unwinder
+PROFILE_ITERS=300	# deep unwinds under perf, SFrame (fp: 8 times as many,
+			# for about as many samples)
 GROWTH_DEPTH=100
 GROWTH_ITERS=200
 GROWTH_ROUNDS=7		# rounds over all sizes, so that drift hits all alike
@@ -58,8 +59,10 @@ unwind_bench leak $DEEP $LEAK_ITERS
 # the deep loop, kernel and user, self time by symbol.
 phase profile
 for u in sframe fp; do
+	n=$PROFILE_ITERS
+	[ $u = fp ] && n=$((PROFILE_ITERS * 8))
 	perf record -e cpu-clock -F 2000 -N -o prof-$u.data \
-		-- unwind_bench loop $u $DEEP $PROFILE_ITERS >prof-$u.out 2>prof-$u.err
+		-- unwind_bench loop $u $DEEP $n >prof-$u.out 2>prof-$u.err
 	cat prof-$u.out
 	echo "### bench-profile $u begin"
 	perf report -i prof-$u.data --stdio --no-children --sort sym --percent-limit 0.3 \

@@ -340,7 +340,12 @@ def main():
             samples = perfscript.parse(texts[mode], lost)
             st = perfscript.stats(samples)
             n = st['samples']
-            E[mode].update(samples=n, lost=sum(lost),
+            miss = {}
+            for smp in samples:
+                if not perfscript.reaches_main(smp):
+                    dso = os.path.basename(smp[1][0][1]) if smp[1] else '(no stack)'
+                    miss[dso] = miss.get(dso, 0) + 1
+            E[mode].update(samples=n, lost=sum(lost), miss=miss,
                            bps=kv['bytes'] / n if n else None,
                            main=100 * st['reach_main'] / n if n else 0,
                            exact=100 * st['exact'] / st['workload_leaf'] if st['workload_leaf'] else 0,
@@ -466,6 +471,16 @@ def main():
     o('')
     o(f'perf.data bytes per sample, DWARF over SFrame: **{fmt(bytes_ratio, 1)}x**.')
     o('')
+    for m in ('sframe', 'dwarf'):
+        miss = E.get(m, {}).get('miss')
+        if miss is not None:
+            o(f'- {labels[m]}: samples that do not reach main, by the object of their leaf frame: '
+              + (', '.join(f'{d} {c}' for d, c in sorted(miss.items(), key=lambda x: -x[1]))
+                 or 'none') + '.')
+    o('- Debian\'s libc.so.6 and ld.so have neither SFrame nor frame pointers: a sample whose '
+      'leaf is there loses its callers under SFrame (the frame-pointer fallback cannot step out '
+      'of it); DWARF unwinds them from their .eh_frame.')
+    o('')
 
     o('## c. Registration (prctl UNWIND_USER_SFRAME_REGISTER)')
     o('')
@@ -559,6 +574,29 @@ def main():
                 cells += [f'{pct:.1f}%', fmt(ns, 0)]
             o(f'| {c} | ' + ' | '.join(cells) + ' |')
         o(f'| total measured | | {fmt(per_frame.get("sframe"), 0)} | | {fmt(per_frame.get("fp"), 0)} |')
+        o('')
+        dbg = 'lockdep and debug checks'
+        if dbg in cats and per_frame.get('sframe') and per_frame.get('fp'):
+            rest = {u: per_frame[u] * (1 - cats[dbg].get(u, 0.0) / 100) for u in ('sframe', 'fp')}
+            o(f'Without the time in lockdep and the debug checks (an estimate from the profile, '
+              f'not a measurement of a production kernel): SFrame {fmt(rest["sframe"], 0)} ns, '
+              f'frame pointers {fmt(rest["fp"], 0)} ns per frame, ratio '
+              f'**{fmt(rest["sframe"] / rest["fp"])}**.')
+            o('')
+        nf = G[0]['fdes'] if G else 36
+        probes = math.ceil(math.log2(nf + 1))
+        o(f'User reads per frame, from the code (kernel/unwind_user/step.rs, rust/sframe): the '
+          f'frame-pointer step reads 2 words (return address, saved frame pointer); the SFrame '
+          f'step adds the 28-byte header (the section is opened again for every frame), one '
+          f'4-byte read per binary-search probe (ceil(log2(N + 1)): {probes} for N = {nf}, 17 for '
+          f'100k), the 20-byte FDE and a 64-byte FRE window, i.e. {probes + 5} user copies for '
+          f'{nf} FDEs and 22 for 100k, against 2. Each copy pays `might_fault()`, which under '
+          f'PROVE_LOCKING takes and releases the mmap lock\'s lockdep map, and each frame an RCU '
+          f'read lock (lockdep under PROVE_RCU). The fitted search part ({fmt(fit["slope"] if fit else None, 0)} ns '
+          f'per probe) is what a lookup index can remove; the fixed part '
+          f'({fmt(fit["icpt"] if fit else None, 0)} ns, already '
+          f'{fmt(fit["icpt"] / fp_deep if fit and fp_deep else None, 1)}x the whole frame-pointer '
+          f'step) it cannot.')
         o('')
         top = profiles.get('sframe', [])[:15]
         names = demangle([t[2] for t in top])

@@ -58,4 +58,4 @@ kver=$(file -b "$BZ" | sed -n 's/.*version \([^,]*\),.*/\1/p')
 [ -n "${KSRC:-}" ] && [ -f "$KSRC/.debian-version" ] && kver="$kver; $(cat "$KSRC/.debian-version")"
 python3 "$HERE/report.py" --results "$OUT/run/results.log" --out "$OUT" \
 	--build "$OUT/build" --accel "$OUT/run/accel" --noalloc "$OUT/noalloc.txt" \
-	--kernel "$kver" --seconds "$((t2 - t0))"
+	--kernel "$kver" --seconds "$((t2 - t0))" --config "$(dirname "$VMLINUX")/.config"
