@@ -65,7 +65,7 @@ for u in sframe fp; do
 		-- unwind_bench loop $u $DEEP $n >prof-$u.out 2>prof-$u.err
 	cat prof-$u.out
 	echo "### bench-profile $u begin"
-	perf report -i prof-$u.data --stdio --no-children --sort sym --percent-limit 0.3 \
+	perf report -i prof-$u.data --stdio --no-children --sort sym -n --percent-limit 0.3 \
 		2>/dev/null | grep '%'
 	echo "### bench-profile $u end"
 	rm -f prof-$u.data
@@ -96,7 +96,9 @@ for n in 1 1000 10000 100000; do
 	[ $n -ge 100000 ] && reps=5
 	unwind_bench reg $n $reps
 done
-unwind_bench mem 1 1000
+for r in 1 2 3; do
+	unwind_bench mem 1 1000
+done
 for n in 1 1000 10000 100000; do
 	unwind_bench mem $n $MEM_K
 done
