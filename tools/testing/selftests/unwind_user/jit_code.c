@@ -143,6 +143,7 @@ int jit_build(struct jit *j, void (*callback)(void), uint32_t loops,
 		j->fn[i].size = fn_size[i];
 	}
 	gen_code(j, callback, loops);
+	jit_spin_loops = 2 * (unsigned long)loops;
 	if (!(opts & JIT_RWX) &&
 	    mprotect(j->text, j->page, PROT_READ | PROT_EXEC))
 		return -1;
@@ -179,3 +180,31 @@ void jit_free(struct jit *j)
 		munmap(j->map, 2 * j->page);
 	j->map = NULL;
 }
+
+unsigned long jit_spin_loops;
+static volatile unsigned long jit_sink;
+
+void __attribute__((noipa)) jit_spin(void)
+{
+	unsigned long i, x = jit_sink;
+
+	for (i = 0; i < jit_spin_loops; i++)
+		x = x * 6364136223846793005ul + 1;
+	jit_sink = x;
+}
+
+void __attribute__((noipa)) jit_driver(void *arg)
+{
+	struct jit_run *r = arg;
+	double end = now_seconds() + r->seconds;
+
+	r->calls = 0;
+	do {
+		r->j->entry();
+		r->calls++;
+	} while (r->stop ? !*r->stop : now_seconds() < end);
+}
+
+const char *const jit_chain[6] = {
+	"jit_spin", "jit_c", "jit_b", "jit_a", "jit_driver", "sample_stacks",
+};

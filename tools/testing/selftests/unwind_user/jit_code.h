@@ -67,6 +67,26 @@ void jit_funcs(const struct jit *j, struct sfg_func *out);
 /* Rewrite the section from jit_funcs() (e.g. after a test scribbled on it). */
 int jit_write_section(struct jit *j);
 
+/*
+ * What the tests have jit_c call back: spins @jit_spin_loops times (twice
+ * the @loops of the last jit_build()), so that samples land in C code
+ * called from the window.
+ */
+extern unsigned long jit_spin_loops;
+void jit_spin(void);
+
+/* Run the window's entry (jit_a) for @seconds, or until *@stop. */
+struct jit_run {
+	struct jit *j;
+	double seconds;
+	volatile int *stop;
+	unsigned long calls;		/* entries run */
+};
+void jit_driver(void *jit_run);
+
+/* The frames of a stack sampled in jit_spin under jit_driver. */
+extern const char *const jit_chain[6];
+
 /* prctl REGISTER / UNREGISTER of the window: 0 or -errno. */
 long jit_register(struct jit *j);
 long jit_unregister(struct jit *j);

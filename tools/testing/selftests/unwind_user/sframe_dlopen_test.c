@@ -28,14 +28,6 @@
 static volatile unsigned long sink;
 static struct stacks stacks;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Called back from the library. */
 void __attribute__((noipa)) spin_cb(void)
 {
@@ -54,11 +46,11 @@ struct run {
 void __attribute__((noipa)) dl_driver(void *arg)
 {
 	struct run *r = arg;
-	double end = now() + r->seconds;
+	double end = now_seconds() + r->seconds;
 
 	do
 		r->chain(spin_cb, 16);
-	while (now() < end);
+	while (now_seconds() < end);
 }
 
 static const char *const chain[] = {

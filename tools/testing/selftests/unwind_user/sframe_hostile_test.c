@@ -41,45 +41,6 @@
 #define NR_FLIPS	3000	/* random mutations, over three base sections */
 #define MAX_KEPT	24	/* accepted mutations unwound through */
 
-static volatile unsigned long sink;
-
-void __attribute__((noipa)) jit_spin(void)
-{
-	unsigned long i, x = sink;
-
-	for (i = 0; i < 2 * LOOPS; i++)
-		x = x * 6364136223846793005ul + 1;
-	sink = x;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-struct run {
-	struct jit *j;
-	double seconds;
-	volatile int *stop;	/* or run until *stop */
-};
-
-void __attribute__((noipa)) jit_driver(void *arg)
-{
-	struct run *r = arg;
-	double end = now() + r->seconds;
-
-	do
-		r->j->entry();
-	while (r->stop ? !*r->stop : now() < end);
-}
-
-static const char *const chain[] = {
-	"jit_spin", "jit_c", "jit_b", "jit_a", "jit_driver", "sample_stacks",
-};
-
 static struct stacks stacks;
 
 static uint64_t rng = 0x5eed5eed12345678ull;
@@ -519,7 +480,7 @@ TEST_F_TIMEOUT(hostile, random_flips, 120)
 
 	for (k = 0; k < nr_kept; k++) {
 		struct unwind_user_info before, after;
-		struct run run = { .j = &self->j, .seconds = 0.15 };
+		struct jit_run run = { .j = &self->j, .seconds = 0.15 };
 		struct tally t;
 		unsigned int s;
 
@@ -531,7 +492,7 @@ TEST_F_TIMEOUT(hostile, random_flips, 120)
 		EXPECT_GT(stacks.nr, 0) TH_LOG("kept %u", k);
 		for (s = 0; s < stacks.nr; s++)
 			EXPECT_GE(UNWIND_MAX_ENTRIES, stacks.s[s].nr);
-		t = chain_check(&stacks, chain, ARRAY_SIZE(chain), "main", 0);
+		t = chain_check(&stacks, jit_chain, ARRAY_SIZE(jit_chain), "main", 0);
 		complete += t.complete;
 		stacks_seen += stacks.nr;
 		unwound++;
@@ -557,12 +518,12 @@ static void sample_jit(struct jit *j, double seconds,
 		       struct unwind_user_info *before,
 		       struct unwind_user_info *after, struct tally *t)
 {
-	struct run run = { .j = j, .seconds = seconds };
+	struct jit_run run = { .j = j, .seconds = seconds };
 
 	unwind_query(before);
 	sample_stacks(jit_driver, &run, 4000, &stacks);
 	unwind_query(after);
-	*t = chain_check(&stacks, chain, ARRAY_SIZE(chain), "main", 0);
+	*t = chain_check(&stacks, jit_chain, ARRAY_SIZE(jit_chain), "main", 0);
 }
 
 FIXTURE_VARIANT(rewrite) {
@@ -868,7 +829,7 @@ static void *join_workers(void *arg)
 TEST_F_TIMEOUT(hostile, threads_register_unregister, 120)
 {
 	struct reg_thread t[NR_THREADS];
-	struct run run = { .j = &self->j };
+	struct jit_run run = { .j = &self->j };
 	volatile int stop = 0;
 	struct joinctx jc;
 	pthread_t joiner;
@@ -886,7 +847,7 @@ TEST_F_TIMEOUT(hostile, threads_register_unregister, 120)
 	ASSERT_NE(MAP_FAILED, secs);
 	ASSERT_EQ(0, reg(&self->j, write_valid(&self->j, NULL)));
 
-	t0 = now();
+	t0 = now_seconds();
 	for (i = 0; i < NR_THREADS; i++) {
 		t[i] = (struct reg_thread){ .idx = i, .text = text, .secs = secs };
 		ASSERT_EQ(0, pthread_create(&t[i].tid, NULL, reg_thread_fn, &t[i]));
@@ -903,9 +864,9 @@ TEST_F_TIMEOUT(hostile, threads_register_unregister, 120)
 		eexist += t[i].eexist;
 		bad += t[i].bad;
 	}
-	tl = chain_check(&stacks, chain, ARRAY_SIZE(chain), "main", 3);
+	tl = chain_check(&stacks, jit_chain, ARRAY_SIZE(jit_chain), "main", 3);
 	printf("# %d threads x %d rounds in %.1f s: %u registrations, %u EEXIST, %u unexpected; %d overlaps held twice\n",
-	       NR_THREADS, ROUNDS, now() - t0, ok, eexist, bad, violations);
+	       NR_THREADS, ROUNDS, now_seconds() - t0, ok, eexist, bad, violations);
 	printf("# meanwhile: %u stacks, %d through the JIT code, %d complete\n",
 	       stacks.nr, tl.in_chain, tl.complete);
 	EXPECT_EQ(0, bad);

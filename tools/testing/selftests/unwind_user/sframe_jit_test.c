@@ -23,48 +23,6 @@
 #define LOOPS		20000	/* iterations of each function's spin */
 #define SECONDS		1.0	/* of sampling per phase */
 
-static volatile unsigned long sink;
-
-/* Called back from jit_c. */
-void __attribute__((noipa)) jit_spin(void)
-{
-	unsigned long i, x = sink;
-
-	for (i = 0; i < 2 * LOOPS; i++)
-		x = x * 6364136223846793005ul + 1;
-	sink = x;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-struct run {
-	struct jit *j;
-	double seconds;
-	unsigned long calls;
-};
-
-void __attribute__((noipa)) jit_driver(void *arg)
-{
-	struct run *r = arg;
-	double end = now() + r->seconds;
-
-	r->calls = 0;
-	do {
-		r->j->entry();
-		r->calls++;
-	} while (now() < end);
-}
-
-static const char *const chain[] = {
-	"jit_spin", "jit_c", "jit_b", "jit_a", "jit_driver", "sample_stacks",
-};
-
 static struct stacks stacks;
 
 /* Stacks whose first frame is in @name. */
@@ -84,13 +42,13 @@ static int tops(const struct stacks *s, const char *name)
 struct phase {
 	struct unwind_user_info before, after;
 	struct tally t;
-	int top[ARRAY_SIZE(chain)];
+	int top[ARRAY_SIZE(jit_chain)];
 };
 
 static int sample_phase(struct jit *j, struct phase *p, const char *what,
 			int verbose)
 {
-	struct run r = { .j = j, .seconds = SECONDS };
+	struct jit_run r = { .j = j, .seconds = SECONDS };
 	unsigned int k;
 	int ret;
 
@@ -99,9 +57,9 @@ static int sample_phase(struct jit *j, struct phase *p, const char *what,
 	ret = sample_stacks(jit_driver, &r, 4000, &stacks);
 	if (ret || unwind_query(&p->after))
 		return -1;
-	p->t = chain_check(&stacks, chain, ARRAY_SIZE(chain), "main", verbose);
-	for (k = 0; k < ARRAY_SIZE(chain); k++)
-		p->top[k] = tops(&stacks, chain[k]);
+	p->t = chain_check(&stacks, jit_chain, ARRAY_SIZE(jit_chain), "main", verbose);
+	for (k = 0; k < ARRAY_SIZE(jit_chain); k++)
+		p->top[k] = tops(&stacks, jit_chain[k]);
 	printf("# %s: %lu calls, %u samples, %u stacks, lost %u; in chain %d, complete %d, wrong %d\n",
 	       what, r.calls, stacks.samples, stacks.nr, stacks.lost,
 	       p->t.in_chain, p->t.complete, p->t.wrong);
@@ -166,7 +124,7 @@ TEST_F(jit, unwind_register_unregister)
 	EXPECT_EQ(on.t.in_chain, on.t.complete);
 	/* Samples landed in every JIT function. */
 	for (k = 1; k <= 3; k++)
-		EXPECT_GT(on.top[k], 0) TH_LOG("no sample in %s", chain[k]);
+		EXPECT_GT(on.top[k], 0) TH_LOG("no sample in %s", jit_chain[k]);
 	/* At least the three JIT frames of each stack came from SFrame. */
 	EXPECT_GE(on.after.sframe_frames - on.before.sframe_frames,
 		  3ull * on.t.in_chain);
@@ -212,7 +170,7 @@ TEST_F(jit, text_range_bounds_coverage)
 	ASSERT_EQ(0, jit_register(&self->j));
 	ASSERT_EQ(0, sample_phase(&self->j, &p, "text up to jit_c", 0));
 	in_c = chain_check(&stacks, c_b, 2, NULL, 0);
-	in_ab = chain_check(&stacks, chain + 2, ARRAY_SIZE(chain) - 2, "main", 3);
+	in_ab = chain_check(&stacks, jit_chain + 2, ARRAY_SIZE(jit_chain) - 2, "main", 3);
 	printf("#   in jit_c: %d stacks, %d with jit_b next; in jit_b/jit_a: %d, %d complete\n",
 	       in_c.in_chain, in_c.complete, in_ab.in_chain, in_ab.complete);
 	ASSERT_GT(in_c.in_chain, 0);

@@ -24,14 +24,6 @@
 
 static volatile unsigned long sink;
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static uint64_t nr_sections(void)
 {
 	struct unwind_user_info info;
@@ -39,41 +31,13 @@ static uint64_t nr_sections(void)
 	return unwind_query(&info) ? ~0ull : info.nr_sections;
 }
 
-void __attribute__((noipa)) jit_spin(void)
-{
-	unsigned long i, x = sink;
-
-	for (i = 0; i < 2 * LOOPS; i++)
-		x = x * 6364136223846793005ul + 1;
-	sink = x;
-}
-
-struct run {
-	struct jit *j;
-	double seconds;
-};
-
-void __attribute__((noipa)) jit_driver(void *arg)
-{
-	struct run *r = arg;
-	double end = now() + r->seconds;
-
-	do
-		r->j->entry();
-	while (now() < end);
-}
-
-static const char *const jit_chain[] = {
-	"jit_spin", "jit_c", "jit_b", "jit_a", "jit_driver", "sample_stacks",
-};
-
 static struct stacks stacks;
 
 /* Sample the JIT code in this thread; the tally of complete stacks. */
 static struct tally __attribute__((noipa))
 sample_jit(struct jit *j, double seconds, const char *root)
 {
-	struct run r = { .j = j, .seconds = seconds };
+	struct jit_run r = { .j = j, .seconds = seconds };
 	struct tally t = { .wrong = -1 };
 
 	if (sample_stacks(jit_driver, &r, 4000, &stacks))
@@ -264,12 +228,12 @@ unsigned long __attribute__((noipa)) exec_leaf(unsigned long x)
 
 void __attribute__((noipa)) exec_work(void *arg)
 {
-	double end = now() + *(double *)arg;
+	double end = now_seconds() + *(double *)arg;
 	unsigned long x = 1;
 
 	do
 		x = exec_leaf(x);
-	while (now() < end);
+	while (now_seconds() < end);
 	sink = x;
 }
 
@@ -379,12 +343,12 @@ struct rec_arg {
 void __attribute__((noipa)) rec_driver(void *arg)
 {
 	struct rec_arg *a = arg;
-	double end = now() + a->seconds;
+	double end = now_seconds() + a->seconds;
 	unsigned long x = 1;
 
 	do
 		x = rec(a->depth, x);
-	while (now() < end);
+	while (now_seconds() < end);
 	sink = x;
 }
 
@@ -474,8 +438,9 @@ TEST_F(recursion, every_frame)
 {
 	struct rec_arg a = { .depth = variant->depth, .seconds = 1.0 };
 	struct unwind_user_info before, after;
-	struct rec_tally t;
+	struct rec_tally t = {};
 	char max_stack[32] = "?";
+	int round;
 	FILE *f;
 
 	f = fopen("/proc/sys/kernel/perf_event_max_stack", "r");
@@ -485,11 +450,27 @@ TEST_F(recursion, every_frame)
 		fclose(f);
 	}
 	ASSERT_EQ(0, unwind_query(&before));
-	ASSERT_EQ(0, sample_stacks(rec_driver, &a, 1000, &stacks));
+	/*
+	 * Rounds of a second until enough stacks start in the leaf: a loaded
+	 * host gives the guest fewer samples per second.
+	 */
+	for (round = 0; round < 8 && t.leaf < 10; round++) {
+		struct rec_tally r;
+
+		ASSERT_EQ(0, sample_stacks(rec_driver, &a, 1000, &stacks));
+		r = check_rec(&stacks, variant->depth);
+		t.leaf += r.leaf;
+		t.leaf_exact += r.leaf_exact;
+		t.leaf_capped += r.leaf_capped;
+		t.in_rec += r.in_rec;
+		t.in_rec_ok += r.in_rec_ok;
+		t.wrong += r.wrong;
+		if (r.longest > t.longest)
+			t.longest = r.longest;
+	}
 	ASSERT_EQ(0, unwind_query(&after));
-	t = check_rec(&stacks, variant->depth);
-	printf("# depth %d: %u samples, %u stacks (lost %u), longest %d (limit %d, perf_event_max_stack %.*s)\n",
-	       variant->depth, stacks.samples, stacks.nr, stacks.lost, t.longest,
+	printf("# depth %d: %d rounds, last %u samples, %u stacks (lost %u), longest %d (limit %d, perf_event_max_stack %.*s)\n",
+	       variant->depth, round, stacks.samples, stacks.nr, stacks.lost, t.longest,
 	       UNWIND_MAX_ENTRIES, (int)strcspn(max_stack, "\n"), max_stack);
 	printf("#   in rec_leaf %d (%d exact, %d capped), in rec %d (%d right), wrong %d; sframe_frames +%llu errors +%llu\n",
 	       t.leaf, t.leaf_exact, t.leaf_capped, t.in_rec, t.in_rec_ok, t.wrong,

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "unwind_user_test.h"
@@ -92,8 +93,12 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 		.size = sizeof(attr),
 		.type = PERF_TYPE_SOFTWARE,
 		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.sample_freq = freq,
-		.freq = 1,
+		/*
+		 * A fixed period of task clock (ns), not perf's adaptive
+		 * frequency, whose estimate swings when the emulated timer
+		 * interrupts come late on a loaded host.
+		 */
+		.sample_period = 1000000000 / freq,
 		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 			       PERF_SAMPLE_CALLCHAIN,
 		.exclude_kernel = 1,
@@ -137,6 +142,14 @@ int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 	ret = sample_stacks(work, arg, freq, out);
 	at_sample_time = false;
 	return ret;
+}
+
+double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* The executable's symbol table: FUNC symbols sorted by address. */

@@ -44,7 +44,8 @@ struct stacks {
 };
 
 /*
- * Sample this thread with cpu-clock at @freq Hz and deferred callchains
+ * Sample this thread every 1/@freq s of its CPU time (cpu-clock), with
+ * deferred callchains,
  * while @work runs @arg; the stacks it got go to @out. Returns 0 or -errno.
  */
 int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out);
@@ -54,6 +55,9 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
  */
 int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 		       struct stacks *out);
+
+/* CLOCK_MONOTONIC in seconds. */
+double now_seconds(void);
 
 /* Symbol of @ip in /proc/self/exe (NULL if none); 0 for ip == 0. */
 const char *sym_name(uint64_t ip);
