@@ -98,7 +98,7 @@ fn run(m: &Mutex<Option<Measurement>>, reader: &mut UserSliceReader) -> Result {
     for _ in 0..iterations {
         // SAFETY: `trace.entries` has room for `MAX_FRAMES` entries; we are
         // in the writer's task context, where user memory may be faulted in.
-        unsafe { bindings::unwind_user_types(&mut trace, MAX_FRAMES as u32, types as u32) };
+        unsafe { bindings::unwind_user_types(&mut trace, MAX_FRAMES as u32, types) };
     }
     let ns = start.elapsed().as_nanos() as u64;
 
