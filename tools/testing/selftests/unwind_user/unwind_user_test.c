@@ -163,6 +163,8 @@ static size_t nsyms;
 static char *strtab_copy;
 static Elf64_Ehdr ehdr;
 static Elf64_Phdr *phdrs;
+/* The .sframe section, from the section headers (see self_sframe()). */
+static uint64_t sframe_sh_addr, sframe_sh_size;
 
 static int cmp_sym(const void *a, const void *b)
 {
@@ -195,9 +197,14 @@ int sym_init(void)
 	memcpy(phdrs, map + ehdr.e_phoff, ehdr.e_phnum * sizeof(*phdrs));
 	sh = (Elf64_Shdr *)(map + ehdr.e_shoff);
 	for (i = 0; i < ehdr.e_shnum; i++) {
+		const char *shstr = map + sh[ehdr.e_shstrndx].sh_offset;
 		Elf64_Sym *st;
 		size_t n, j;
 
+		if (!strcmp(shstr + sh[i].sh_name, ".sframe")) {
+			sframe_sh_addr = sh[i].sh_addr;
+			sframe_sh_size = sh[i].sh_size;
+		}
 		if (sh[i].sh_type != SHT_SYMTAB)
 			continue;
 		st = (Elf64_Sym *)(map + sh[i].sh_offset);
@@ -290,6 +297,22 @@ int self_sframe(struct unwind_user_sframe *sec)
 			sec->text_start = p->p_vaddr;
 			sec->text_size = p->p_memsz;
 		}
+	}
+	/*
+	 * Fallback for linkers that keep .sframe but write no PT_GNU_SFRAME
+	 * (ld.lld 22): the kernel registered nothing at exec, so register
+	 * the section found in the section headers, as a loader would.
+	 * -EEXIST: registered already (by an earlier call, or inherited).
+	 */
+	if (!sec->sframe_start && sframe_sh_size && sec->text_start) {
+		long ret;
+
+		sec->sframe_start = sframe_sh_addr;
+		sec->sframe_size = sframe_sh_size;
+		ret = unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
+				   (unsigned long)sec, sizeof(*sec), 0);
+		if (ret && ret != -EEXIST)
+			return -1;
 	}
 	/* The tests are static, non-PIE executables: no load bias. */
 	return sec->sframe_start && sec->text_start ? 0 : -1;

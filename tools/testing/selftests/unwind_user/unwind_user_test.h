@@ -70,7 +70,11 @@ void sym_add(const char *name, uint64_t addr, uint64_t size);
 /* Forget the names sym_add() gave. */
 void sym_clear_added(void);
 
-/* Text and .sframe of this executable (from its program headers). */
+/*
+ * Text and .sframe of this executable (from its program headers). Without
+ * PT_GNU_SFRAME (ld.lld), the .sframe section is taken from the section
+ * headers and registered through prctl.
+ */
 int self_sframe(struct unwind_user_sframe *sec);
 
 /* prctl(PR_UNWIND_USER, ...): 0 or -errno. */
