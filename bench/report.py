@@ -360,6 +360,12 @@ def main():
     base_rate = sum(base) / len(base) if base else None
     for m in E:
         E[m]['slowdown'] = base_rate / E[m]['rate'] if base_rate and E[m]['rate'] else None
+        # Time the workload lost per sample: its run time minus the time the
+        # same images take unprofiled, over the samples taken. Unlike the
+        # slowdown, this does not depend on how many samples a run got.
+        if base_rate and E[m].get('samples'):
+            E[m]['us_per_sample'] = (E[m]['seconds'] - E[m]['images'] / base_rate) \
+                / E[m]['samples'] * 1e6
     bytes_ratio = None
     if E.get('sframe', {}).get('bps') and E.get('dwarf', {}).get('bps'):
         bytes_ratio = E['dwarf']['bps'] / E['sframe']['bps']
@@ -452,12 +458,15 @@ def main():
     o(f'`demo/imgdemo {cfg.get("perf_seconds", "?")}` (built without frame pointers, SFrame V1, '
       'one shared library registering its own section), `perf record -e cpu-clock:u` in the guest. '
       'Slowdown: images per second unprofiled (mean of a run before and a run after) over images '
-      'per second profiled. Completeness from `perf script` (demo/perfscript.py): *reach main* = '
+      'per second profiled; it depends on how many samples the run got (the guest reaches '
+      'nothing near the requested rate under TCG), the time lost per sample much less: (run time - '
+      'images / unprofiled rate) / samples. DWARF unwinds later, in `perf script` (its time, '
+      'whole seconds, is shown). Completeness from `perf script` (demo/perfscript.py): *reach main* = '
       'samples whose stack contains main; *exact* = of the samples whose leaf is a workload '
       'function, those with every caller right up to main.')
     o('')
-    o('| run | images/s | slowdown | samples | samples/s | lost | perf.data bytes | bytes/sample | reach main | exact | mean depth |')
-    o('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    o('| run | images/s | slowdown | samples | samples/s | time lost per sample | perf script | lost samples | perf.data bytes | bytes/sample | reach main | exact | mean depth |')
+    o('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     labels = {'none': 'unprofiled (before)', 'none2': 'unprofiled (after)',
               'sframe': '`--call-graph fp,defer` (SFrame)', 'dwarf': '`--call-graph dwarf`'}
     for m in ('none', 'sframe', 'dwarf', 'none2'):
@@ -466,10 +475,12 @@ def main():
             continue
         if 'samples' in e:
             o(f'| {labels[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | {e["samples"]} | '
-              f'{fmt(e["rate_hz"], 0)} | {e["lost"]} | {e["bytes"]} | {fmt(e["bps"], 0)} | '
+              f'{fmt(e["rate_hz"], 0)} | {fmt(e.get("us_per_sample"), 0)} us | '
+              f'{PS.get(m, {}).get("script_s", "?")} s | {e["lost"]} | '
+              f'{e["bytes"]} | {fmt(e["bps"], 0)} | '
               f'{fmt(e["main"], 1)}% | {fmt(e["exact"], 1)}% | {fmt(e["depth"], 1)} |')
         else:
-            o(f'| {labels[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | | | | | | | | |')
+            o(f'| {labels[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | | | | | | | | | | |')
     o('')
     o(f'perf.data bytes per sample, DWARF over SFrame: **{fmt(bytes_ratio, 1)}x**.')
     o('')

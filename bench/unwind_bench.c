@@ -443,18 +443,24 @@ static struct mem meminfo(void)
 	return m;
 }
 
-/* Let RCU free the retired registry tables before reading meminfo. */
+/*
+ * Let RCU free the retired registry tables before reading meminfo: every
+ * registration retires the previous table, freed after a grace period,
+ * which takes a while under TCG. At least a second, then until three
+ * readings 250 ms apart agree (at most 10 s).
+ */
 static struct mem settled_meminfo(void)
 {
-	struct mem m = meminfo(), p;
-	int i;
+	struct mem m, p;
+	int i, same = 0;
 
-	for (i = 0; i < 20; i++) {
-		usleep(200 * 1000);
+	usleep(1000 * 1000);
+	m = meminfo();
+	for (i = 0; i < 36 && same < 2; i++) {
+		usleep(250 * 1000);
 		p = m;
 		m = meminfo();
-		if (i >= 2 && m.sunreclaim == p.sunreclaim && m.memfree == p.memfree)
-			break;
+		same = m.sunreclaim == p.sunreclaim ? same + 1 : 0;
 	}
 	return m;
 }
