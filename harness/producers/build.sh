@@ -1,0 +1,149 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the selftest programs of other SFrame producers into bin/ and write
+# MANIFEST. The kselftest build (tools/testing/selftests/unwind_user) uses
+# the host's gcc 12 + binutils 2.40, which emit SFrame V1 only; these are
+# the same deep-chain test (sframe_unwind_test.c + unwind_user_test.c) from
+# the other producers, plus a C++ program, all -O2 -fomit-frame-pointer,
+# static and non-PIE:
+#
+#   sframe_unwind_v2_binutils244_test  gcc 12 + trixie binutils 2.44    V2
+#   sframe_unwind_v3_binutils247_test  gcc 12 + sid binutils 2.47.50    V3
+#   sframe_unwind_v2_clang22_test      clang-22 + ld.lld-22             V2, FDE_FUNC_START_PCREL
+#   sframe_cxx_test                    g++ 12 + binutils 2.40           V1
+#
+# ld.lld cannot merge several .sframe inputs, so the clang program is one
+# translation unit (sframe_unwind_one.c); it writes no PT_GNU_SFRAME, so
+# that program registers its own .sframe (self_sframe() in
+# unwind_user_test.c). GNU ld 2.47.50 does not help: it rejects clang's V2
+# input ("unexpected SFrame format version 2") and keeps a raw, corrupt
+# section.
+#
+# The toolchains cannot be assumed in CI, so the binaries are committed and
+# `make selftests` only copies them into the guest. Needs what `make
+# selftests` leaves in $KBUILD_DIR (the uapi headers in build/usr/include,
+# the kselftest headers in src/) and the toolchains of
+# rust/sframe/tests/corpus/toolchains.sh (fetched if missing).
+#
+# Usage: build.sh
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+KBUILD_DIR=${KBUILD_DIR:-$HOME/.cache/unwind-user}
+HDR=$KBUILD_DIR/build/usr/include
+KSELF=$KBUILD_DIR/src/tools/testing/selftests
+BIN=$HERE/bin
+
+for f in "$HDR/linux/unwind_user.h" "$KSELF/kselftest_harness.h"; do
+	[ -f "$f" ] || { echo "build.sh: no $f (run make selftests first)" >&2; exit 1; }
+done
+TC=$("$REPO/rust/sframe/tests/corpus/toolchains.sh")
+TRIXIE=$TC/trixie/bin
+SID=$TC/sid/bin
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+# The tests include "../kselftest_harness.h": the same layout as the tree.
+mkdir -p "$WORK/selftests/unwind_user"
+cp "$KSELF/kselftest.h" "$KSELF/kselftest_harness.h" "$WORK/selftests/"
+cp "$REPO"/tools/testing/selftests/unwind_user/{sframe_unwind_test.c,unwind_user_test.c,unwind_user_test.h} \
+	"$HERE/sframe_unwind_one.c" "$HERE/sframe_cxx_test.cc" "$WORK/selftests/unwind_user/"
+cd "$WORK/selftests/unwind_user"
+
+# As the kselftest Makefile, without -g; no build id, no absolute paths.
+CFLAGS="-O2 -fomit-frame-pointer -Wall -pthread -isystem $HDR -ffile-prefix-map=$WORK=."
+LDFLAGS="-static -no-pie -pthread -Wl,--build-id=none"
+SRCS="sframe_unwind_test.c unwind_user_test.c"
+
+log() { echo "producers: $*" >&2; }
+rm -rf "$BIN"
+mkdir -p "$BIN"
+
+log "gcc 12 + binutils 2.44 (trixie)"
+gcc -B "$TRIXIE" $CFLAGS -Wa,--gsframe $SRCS $LDFLAGS -o "$BIN/sframe_unwind_v2_binutils244_test"
+
+log "gcc 12 + binutils 2.47.50 (sid)"
+gcc -B "$SID" $CFLAGS -Wa,--gsframe $SRCS $LDFLAGS -o "$BIN/sframe_unwind_v3_binutils247_test"
+
+log "clang-22 + ld.lld-22, one translation unit"
+# -static alone: clang warns that -no-pie is unused when it compiles too.
+clang-22 $CFLAGS -Wa,--gsframe -Wa,--allow-experimental-sframe -fuse-ld=lld \
+	sframe_unwind_one.c ${LDFLAGS/-no-pie /} -o "$BIN/sframe_unwind_v2_clang22_test"
+
+log "g++ 12 + binutils 2.40 (C++)"
+gcc $CFLAGS -Wa,--gsframe -c unwind_user_test.c -o unwind_user_test.o
+g++ $CFLAGS -Wextra -Wa,--gsframe -c sframe_cxx_test.cc -o sframe_cxx_test.o
+g++ sframe_cxx_test.o unwind_user_test.o $LDFLAGS -o "$BIN/sframe_cxx_test"
+
+# check NAME VERSION: the binary's own producer's dumper must see that SFrame
+# version, the GNU ld ones a PT_GNU_SFRAME segment, the ld.lld one none (its
+# test registers the .sframe section itself); no debug info (.symtab stays:
+# the tests symbolize from it; ld.lld keeps 3 KB of .debug_frame from libc.a).
+# Prints "version; flags; segment".
+check() {
+	local b=$BIN/$1 want=$2 ver flags pt
+	case $1 in
+	*clang22*)
+		ver=$(llvm-readelf-22 --sframe=.sframe "$b" | sed -n 's/^ *Version: \(V[0-9]\).*/\1/p')
+		flags=$(llvm-readelf-22 --sframe=.sframe "$b" |
+			sed -n '/^ *Flags \[/,/^ *\]/p' | sed -n 's/^ *\([A-Za-z]*\) (0x.*/\1/p' | paste -sd,)
+		# objdump 2.47.50 reads V2 too: an independent check.
+		grep -q 'Version: SFRAME_VERSION_2' <<<"$("$SID/objdump" --sframe=.sframe "$b")" ||
+			{ echo "build.sh: objdump 2.47.50 disagrees on $1" >&2; exit 1; }
+		;;
+	*)
+		case $1 in
+		*binutils244*) dump=$TRIXIE/objdump ;;
+		*binutils247*) dump=$SID/objdump ;;
+		*) dump=/usr/bin/objdump ;;
+		esac
+		ver=$("$dump" --sframe=.sframe "$b" | sed -n 's/^ *Version: SFRAME_VERSION_\([0-9]\)/V\1/p')
+		flags=$("$dump" --sframe=.sframe "$b" | sed -n '/^ *Flags:/,/^ *CFA/p' |
+			grep -o 'SFRAME_F_[A-Z_]*' | paste -sd,)
+		;;
+	esac
+	[ "$ver" = "$want" ] || { echo "build.sh: $1 has SFrame $ver, not $want" >&2; exit 1; }
+	if grep -q GNU_SFRAME <<<"$("$SID/readelf" -lW "$b")"; then pt=PT_GNU_SFRAME; else pt="no PT_GNU_SFRAME"; fi
+	case $1 in
+	*clang22*) [ "$pt" = "no PT_GNU_SFRAME" ] ;;
+	*) [ "$pt" = PT_GNU_SFRAME ] ;;
+	esac || { echo "build.sh: $1: $pt" >&2; exit 1; }
+	! grep -Eq '\.debug_(info|line)' <<<"$("$SID/readelf" -SW "$b")" ||
+		{ echo "build.sh: $1 has debug info" >&2; exit 1; }
+	grep -q '\.symtab' <<<"$("$SID/readelf" -SW "$b")" ||
+		{ echo "build.sh: $1 has no .symtab" >&2; exit 1; }
+	echo "$ver; $flags; $pt"
+}
+
+declare -A SFRAME
+for b in sframe_unwind_v2_binutils244_test:V2 sframe_unwind_v3_binutils247_test:V3 \
+	 sframe_unwind_v2_clang22_test:V2 sframe_cxx_test:V1; do
+	SFRAME[${b%:*}]=$(check "${b%:*}" "${b#*:}")
+done
+
+{
+	echo "# Generated by harness/producers/build.sh. Static, non-PIE, -O2 -fomit-frame-pointer,"
+	echo "# .symtab kept, no debug info. Copied into the guest's /selftests by make selftests."
+	echo "gcc:           $(gcc --version | head -1)"
+	echo "g++:           $(g++ --version | head -1)"
+	echo "binutils 2.40: $(as --version | head -1); $(ld --version | head -1)"
+	echo "binutils 2.44: $("$TRIXIE/as" --version | head -1); $("$TRIXIE/ld" --version | head -1)"
+	echo "binutils 2.47: $("$SID/as" --version | head -1); $("$SID/ld" --version | head -1)"
+	echo "clang:         $(clang-22 --version | head -1)"
+	echo "lld:           $(ld.lld-22 --version | head -1)"
+	echo "dumpers:       objdump --sframe of the producer's binutils; llvm-readelf-22 --sframe"
+	echo "               (checked with objdump 2.47.50) for clang"
+	echo
+	echo "# binary | producer | SFrame version; header flags; segment | bytes | sha256"
+	for n in sframe_unwind_v2_binutils244_test:"gcc 12 + as/ld 2.44" \
+		 sframe_unwind_v3_binutils247_test:"gcc 12 + as/ld 2.47.50" \
+		 sframe_unwind_v2_clang22_test:"clang-22 (integrated as) + ld.lld-22, one TU" \
+		 sframe_cxx_test:"g++ 12 + as/ld 2.40"; do
+		b=${n%%:*}
+		echo "$b | ${n#*:} | ${SFRAME[$b]} | $(stat -c %s "$BIN/$b") | $(sha256sum "$BIN/$b" | cut -d' ' -f1)"
+	done
+} >"$HERE/MANIFEST.new"
+mv "$HERE/MANIFEST.new" "$HERE/MANIFEST"
+log "done: $(ls "$BIN" | wc -l) binaries, $(du -sh "$BIN" | cut -f1); see $HERE/MANIFEST"
