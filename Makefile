@@ -64,6 +64,7 @@ selftests: config
 	rm -rf $(GUEST)/selftests && mkdir -p $(GUEST)/selftests
 	$(MAKE) -C $(SRC)/tools/testing/selftests/unwind_user \
 		OUTPUT=$(GUEST)/selftests KHDR_INCLUDES="-isystem $(OUT)/usr/include"
+	cp harness/producers/bin/*_test $(GUEST)/selftests/
 
 initramfs: selftests
 	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz
