@@ -52,6 +52,31 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 	done
 } >"$LOGS/series.log" 2>&1
 
+# 2b. Lint: rustfmt and clippy on the Rust, kernel style (the kernel's own
+#     clippy lints, CLIPPY=1) and host style for the decoder crate.
+{
+	i=0
+	lint() {
+		i=$((i + 1))
+		if "${@:2}" >"$LOGS/lint-$i.log" 2>&1; then
+			echo "ok $i $1"
+		else
+			echo "not ok $i $1"
+			tail -20 "$LOGS/lint-$i.log" | sed 's/^/#   /'
+		fi
+	}
+	lint "rustfmt kernel/unwind_user" rustfmt --check --edition 2021 \
+		--config-path "$SRC/.rustfmt.toml" "$REPO"/kernel/unwind_user/*.rs
+	lint "cargo fmt rust/sframe" sh -c "cd '$REPO/rust/sframe' && cargo fmt --check"
+	lint "cargo clippy rust/sframe" sh -c \
+		"cd '$REPO/rust/sframe' && cargo clippy --all-targets -q -- -D warnings"
+	lint "kernel clippy (CLIPPY=1) kernel/unwind_user rust/sframe.o" sh -c \
+		"make -C '$SRC' O='$OUT' RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc \
+		BINDGEN='$HOME/.cargo/bin/bindgen' CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver \
+		kernel/unwind_user/ rust/sframe.o 2>&1 | tee /dev/stderr | \
+		{ ! grep -q '^warning\\|^error'; }"
+} >"$LOGS/lint.log" 2>&1
+
 # 3. Boot: KUnit runs at boot (console), the kselftests from /init (results).
 "$REPO/harness/run-guest.sh" "$OUT/arch/x86/boot/bzImage" "$GUEST/initramfs.cpio.gz" \
 	"$LOGS/guest" test "$TIMEOUT"

@@ -170,7 +170,9 @@ def main():
     logs = sys.argv[1]
     series = read(os.path.join(logs, "series.log")) or []
     perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]
-    suites = (host_tests(logs) + [flat_tap("series: git am + checkpatch", series)]
+    lint = read(os.path.join(logs, "lint.log")) or ["not ok 1 no lint.log"]
+    suites = (host_tests(logs) + [flat_tap("series: git am + checkpatch", series),
+                                  flat_tap("lint: rustfmt, clippy (host and kernel)", lint)]
               + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer and fp", perf),
                                clean_log("perf guest: clean log",
                                          os.path.join(logs, "demo", "run", "console.log"))])
