@@ -311,8 +311,12 @@ int self_sframe(struct unwind_user_sframe *sec)
 		sec->sframe_size = sframe_sh_size;
 		ret = unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
 				   (unsigned long)sec, sizeof(*sec), 0);
-		if (ret && ret != -EEXIST)
+		if (ret && ret != -EEXIST) {
+			printf("# registering .sframe (%#llx+%#llx): %s\n",
+			       (unsigned long long)sec->sframe_start,
+			       (unsigned long long)sec->sframe_size, strerror(-ret));
 			return -1;
+		}
 	}
 	/* The tests are static, non-PIE executables: no load bias. */
 	return sec->sframe_start && sec->text_start ? 0 : -1;
