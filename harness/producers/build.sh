@@ -114,7 +114,23 @@ check() {
 		{ echo "build.sh: $1 has debug info" >&2; exit 1; }
 	grep -q '\.symtab' <<<"$("$SID/readelf" -SW "$b")" ||
 		{ echo "build.sh: $1 has no .symtab" >&2; exit 1; }
-	echo "$ver; $flags; $pt"
+	echo "$ver; $flags; $pt; $(fde_order "$b")"
+}
+
+# Whether the FDEs are in address order (binary search needs it; the flag
+# SFRAME_F_FDE_SORTED only says so), from objdump 2.47.50's function index.
+fde_order() {
+	local idx pc prev=-1 bad=0 n=0
+	while read -r idx pc; do
+		if [ $((16#$pc)) -lt $prev ]; then bad=$((bad + 1)); fi
+		prev=$((16#$pc)) n=$((n + 1))
+	done < <("$SID/objdump" --sframe=.sframe "$1" |
+		 sed -n 's/.*func idx \[\([0-9]*\)\]: pc = 0x\([0-9a-f]*\),.*/\1 \2/p')
+	if [ $bad -gt 0 ]; then
+		echo "FDEs NOT in address order ($bad of $n go back)"
+	else
+		echo "FDEs in address order"
+	fi
 }
 
 declare -A SFRAME
@@ -136,7 +152,7 @@ done
 	echo "dumpers:       objdump --sframe of the producer's binutils; llvm-readelf-22 --sframe"
 	echo "               (checked with objdump 2.47.50) for clang"
 	echo
-	echo "# binary | producer | SFrame version; header flags; segment | bytes | sha256"
+	echo "# binary | producer | SFrame version; header flags; segment; FDE order | bytes | sha256"
 	for n in sframe_unwind_v2_binutils244_test:"gcc 12 + as/ld 2.44" \
 		 sframe_unwind_v3_binutils247_test:"gcc 12 + as/ld 2.47.50" \
 		 sframe_unwind_v2_clang22_test:"clang-22 (integrated as) + ld.lld-22, one TU" \
