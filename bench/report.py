@@ -625,11 +625,11 @@ def main():
           f'step adds the 28-byte header (the section is opened again for every frame), one '
           f'4-byte read per binary-search probe (ceil(log2(N + 1)): {probes} for N = {nf}, 17 for '
           f'100k), the 20-byte FDE and a 64-byte FRE window, i.e. {probes + 5} user copies for '
-          f'{nf} FDEs and 22 for 100k, against 2. Each copy pays `might_fault()`, which under '
-          f'PROVE_LOCKING takes and releases the mmap lock\'s lockdep map, and each frame an RCU '
-          f'read lock (lockdep under PROVE_RCU). The fitted search part ({fmt(fit["slope"] if fit else None, 0)} ns '
-          f'per probe) is what a lookup index can remove; the fixed part '
-          f'({fmt(fit["icpt"] if fit else None, 0)} ns, already '
+          f'{nf} FDEs and 22 for 100k, against 2, and an RCU read lock per frame; the profile '
+          f'above shows what they cost on this kernel (in a PROVE_LOCKING kernel, every '
+          f'`might_fault()` and RCU read lock goes through lockdep). The fitted search part '
+          f'({fmt(fit["slope"] if fit else None, 0)} ns per probe) is what a lookup index can '
+          f'remove; the fixed part ({fmt(fit["icpt"] if fit else None, 0)} ns, already '
           f'{fmt(fit["icpt"] / fp_deep if fit and fp_deep else None, 1)}x the whole frame-pointer '
           f'step) it cannot.')
         o('')
