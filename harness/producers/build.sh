@@ -18,7 +18,12 @@
 # that program registers its own .sframe (self_sframe() in
 # unwind_user_test.c). GNU ld 2.47.50 does not help: it rejects clang's V2
 # input ("unexpected SFrame format version 2") and keeps a raw, corrupt
-# section.
+# section. (GNU ld 2.40 prints "error in one.o(.sframe); no .sframe will be
+# created", exits 0 and copies the section raw with a PT_GNU_SFRAME: not
+# used.) clang emits its FDEs in function order across .text and
+# .text.unlikely. (the kselftest headers' noreturn helpers) and ld.lld does
+# not sort them: that section's FDEs are not in address order (MANIFEST),
+# which the kernel refuses at registration (EBADMSG, fdes_unsorted).
 #
 # The toolchains cannot be assumed in CI, so the binaries are committed and
 # `make selftests` only copies them into the guest. Needs what `make
