@@ -278,8 +278,6 @@ def main():
 
     # ---- d. growth.
     G = []
-    for kv in select(recs, 'info'):
-        pass
     sizes = []
     for k, kv, b in recs:
         if k == 'info' and b.startswith('growth_'):
