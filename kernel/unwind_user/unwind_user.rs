@@ -43,11 +43,15 @@ fn validation_errno(e: &sframe::Error) -> Error {
         sframe::Error::UnsupportedVersion(_)
         | sframe::Error::UnsupportedAbi(_)
         | sframe::Error::AbiEndianMismatch(_)
-        | sframe::Error::ForeignEndian => bindings::EOPNOTSUPP,
+        | sframe::Error::ForeignEndian => return eopnotsupp(),
         _ => bindings::EBADMSG,
     };
     // `kernel::error::code` has neither errno.
     Error::from_errno(-(errno as c_int))
+}
+
+fn eopnotsupp() -> Error {
+    Error::from_errno(-(bindings::EOPNOTSUPP as c_int))
 }
 
 /// Says why a registration was refused, rate-limited: user space can make
@@ -121,8 +125,17 @@ fn add_section(s: Section) -> Result {
     // afterwards; every unwind checks them again.
     let mut sec = step::open(&s, step::UserMem::Faultable)
         .map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
-    sec.validate()
-        .map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
+    // FDEs out of address order in a section that does not claim to be
+    // sorted (ld.lld with several text sections) are valid SFrame that this
+    // unwinder, like libsframe, does not support; claiming it is malformed.
+    let claims_sorted = sec.header().fde_sorted();
+    sec.validate().map_err(|e| {
+        let errno = match e {
+            sframe::Error::FdesUnsorted if !claims_sorted => eopnotsupp(),
+            _ => validation_errno(&e),
+        };
+        refuse(e.name(), &s, errno)
+    })?;
 
     let _lock = MmapWriteGuard::lock(mm)?;
     let sframe_end = s.sframe_start + s.sframe_len as usize;
