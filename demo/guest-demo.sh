@@ -15,6 +15,7 @@ D=/selftests
 export HOME=/tmp PATH=$D:$PATH
 cd /tmp || exit 1
 DEMO_SECONDS=8
+DEMO_FREQ=4000
 [ -f $D/demo.env ] && . $D/demo.env
 secs=$DEMO_SECONDS
 
@@ -34,7 +35,7 @@ for m in fp sframe nmi dwarf; do
 	esac
 	t0=$(date +%s)
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
-	perf record -e cpu-clock:u -F 4000 --call-graph $cg -N -o $m.data \
+	perf record -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
 		-- $D/imgdemo "$secs" >$m.out 2>$m.err
 	rc=$?
 	t1=$(date +%s)

@@ -8,7 +8,8 @@
 # Usage: run-demo.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
 #   OUTDIR gets guest/ (the initramfs tree), run/ (console.log, results.log),
 #   the flame graphs, the perf script outputs and report.txt.
-# Environment: DEMO_SECONDS, seconds the workload runs per profile (8).
+# Environment: DEMO_SECONDS, seconds the workload runs per profile (8);
+# DEMO_FREQ, perf record -F (4000).
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +32,7 @@ make -s -C "$HERE" O="$G"
 # stays small.
 strip --strip-debug -o "$G/perf" "$PERF"
 install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
-echo "DEMO_SECONDS=${DEMO_SECONDS:-8}" >"$G/demo.env"
+printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\n" "${DEMO_SECONDS:-8}" "${DEMO_FREQ:-4000}" >"$G/demo.env"
 "$REPO/harness/mkinitramfs.sh" "$OUT/guest" "$OUT/initramfs.cpio.gz"
 
 start=$(date +%s)
