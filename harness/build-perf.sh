@@ -3,8 +3,8 @@
 #
 # Build the perf tool of the kernel tree we test (tools/perf of the patched
 # 7.2 source), out of tree, with a minimal feature set: libelf and libdw for
-# symbols and DWARF unwinding, nothing else optional.  Installs the few
-# Debian packages it needs if they are missing.  Idempotent: a second run
+# symbols and DWARF unwinding, nothing else optional.  Its Debian
+# packages come from install-deps.sh.  Idempotent: a second run
 # only re-runs perf's own make, which does nothing when nothing changed.
 #
 # Usage: build-perf.sh KERNEL_SRC PERF_DIR
@@ -15,19 +15,8 @@ set -euo pipefail
 SRC=$1 PD=$2
 JOBS=${JOBS:-$(nproc)}
 
-APT_PKGS=(build-essential flex bison pkg-config libelf-dev libdw-dev zlib1g-dev rsync)
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-missing=()
-for p in "${APT_PKGS[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-		missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "build-perf: apt-get install ${missing[*]}"
-	$SUDO apt-get update -q
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# perf's build dependencies are in the project's one list.
+"$(dirname "$0")/install-deps.sh" >/dev/null
 
 # Copy what perf's MANIFEST lists (what `make perf-tar-src-pkg` would pack);
 # rsync keeps timestamps, so an unchanged tree rebuilds nothing.

@@ -8,7 +8,7 @@ set -euo pipefail
 
 APT_PKGS=(
 	build-essential flex bison bc cpio kmod xz-utils rsync python3 git
-	libelf-dev libssl-dev libdw-dev libzstd-dev
+	libelf-dev libssl-dev libdw-dev libzstd-dev zlib1g-dev pkg-config
 	qemu-system-x86 busybox-static
 	rustc-web rust-web-src rust-web-clippy libclang-dev clang
 	binutils file
