@@ -20,11 +20,11 @@
 use kernel::{
     alloc::{flags::GFP_KERNEL, KBox, KVec},
     bindings,
-    error::code::{E2BIG, EEXIST, ENOENT},
+    error::code::{E2BIG, EEXIST, EINVAL, ENOENT},
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
-        rcu,
+        rcu, Arc,
     },
     types::Opaque,
 };
@@ -54,9 +54,74 @@ impl Section {
     }
 }
 
+/// Which FDEs can describe a text block: an ORC-style lookup index built
+/// at registration, so that a lookup binary-searches a handful of FDEs of
+/// the user's table instead of all of them (each probe is a user copy).
+///
+/// `first[b]` is the index of the first FDE that ends after the start of
+/// block `b` (blocks of `1 << shift` bytes from the text start); the FDEs
+/// that can contain a PC of block `b` are `first[b]..=first[b + 1]`.
+pub(crate) struct BlockIndex {
+    shift: u32,
+    first: KVec<u32>,
+}
+
+impl BlockIndex {
+    /// Smallest block: 256 bytes, as ORC's.
+    const MIN_SHIFT: u32 = 8;
+    /// At most 64Ki blocks (256 KiB): larger texts get larger blocks.
+    const MAX_BLOCKS: usize = 1 << 16;
+
+    /// Builds the index of a text of `text_len` bytes from the end offsets
+    /// (from the text start) of its FDEs, in address order.
+    pub(crate) fn new(
+        text_len: usize,
+        mut fde_ends: impl Iterator<Item = Result<u64>>,
+    ) -> Result<Arc<BlockIndex>> {
+        let mut shift = Self::MIN_SHIFT;
+        while text_len >> shift >= Self::MAX_BLOCKS {
+            shift += 1;
+        }
+        let blocks = (text_len >> shift) + 1;
+        let mut first = KVec::with_capacity(blocks, GFP_KERNEL)?;
+        let (mut i, mut end) = (0u32, fde_ends.next().transpose()?);
+        for b in 0..blocks {
+            let block_start = (b as u64) << shift;
+            while end.is_some_and(|e| e <= block_start) {
+                i = i.checked_add(1).ok_or(EINVAL)?;
+                end = fde_ends.next().transpose()?;
+            }
+            first.push(i, GFP_KERNEL)?;
+        }
+        Ok(Arc::new(BlockIndex { shift, first }, GFP_KERNEL)?)
+    }
+
+    /// The range of FDE indices that can contain the PC `off` bytes into
+    /// the text: a hint for `sframe::Section::find_in()`.
+    fn hint(&self, off: usize) -> FdeRange {
+        let b = off >> self.shift;
+        let lo = self.first.get(b).copied().unwrap_or(0);
+        let hi = match self.first.get(b + 1) {
+            Some(&n) => n.saturating_add(1),
+            None => u32::MAX,
+        };
+        FdeRange { lo, hi }
+    }
+}
+
+/// FDE indices `lo..hi` where a lookup searches; all of them without an
+/// index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FdeRange {
+    pub(crate) lo: u32,
+    pub(crate) hi: u32,
+}
+
 /// A table slot: the section and whether an unwind found it malformed.
 struct Entry {
     section: Section,
+    /// Shared by the tables the entry is copied into.
+    index: Option<Arc<BlockIndex>>,
     /// Set by a reader that found the section malformed; readers skip it and
     /// the next writer drops it. Atomic because readers hold no lock.
     dead: Atomic<bool>,
@@ -80,7 +145,7 @@ impl Table {
     fn rebuild(
         old: Option<&Table>,
         keep: impl Fn(&Section) -> bool,
-        add: Option<Section>,
+        add: Option<(Section, Option<Arc<BlockIndex>>)>,
     ) -> Result<KBox<Table>> {
         let mut entries = KVec::new();
         let mut add = add;
@@ -88,14 +153,18 @@ impl Table {
             if e.dead.load(Relaxed) || !keep(&e.section) {
                 continue;
             }
-            if let Some(a) = add.filter(|a| a.text_start < e.section.text_start) {
-                entries.push(Entry::new(a), GFP_KERNEL)?;
-                add = None;
+            if add
+                .as_ref()
+                .is_some_and(|(a, _)| a.text_start < e.section.text_start)
+            {
+                if let Some((a, index)) = add.take() {
+                    entries.push(Entry::new(a, index), GFP_KERNEL)?;
+                }
             }
-            entries.push(Entry::new(e.section), GFP_KERNEL)?;
+            entries.push(Entry::new(e.section, e.index.clone()), GFP_KERNEL)?;
         }
-        if let Some(a) = add {
-            entries.push(Entry::new(a), GFP_KERNEL)?;
+        if let Some((a, index)) = add {
+            entries.push(Entry::new(a, index), GFP_KERNEL)?;
         }
         Ok(KBox::new(
             Table {
@@ -125,9 +194,10 @@ impl Table {
 }
 
 impl Entry {
-    fn new(section: Section) -> Self {
+    fn new(section: Section, index: Option<Arc<BlockIndex>>) -> Self {
         Entry {
             section,
+            index,
             dead: Atomic::new(false),
         }
     }
@@ -247,7 +317,7 @@ impl SframeMm {
     }
 
     /// Registers `s`. The caller holds the mmap write lock.
-    pub(crate) fn add(&self, s: Section) -> Result {
+    pub(crate) fn add(&self, s: Section, index: Option<Arc<BlockIndex>>) -> Result {
         let old = self.table();
         let live = old.map(|t| t.live().count()).unwrap_or(0);
         if live >= MAX_SECTIONS {
@@ -256,7 +326,7 @@ impl SframeMm {
         if old.is_some_and(|t| t.live().any(|e| e.overlaps(s.text_start, s.text_end))) {
             return Err(EEXIST);
         }
-        self.publish(Table::rebuild(old, |_| true, Some(s))?);
+        self.publish(Table::rebuild(old, |_| true, Some((s, index)))?);
         Ok(())
     }
 
@@ -313,10 +383,19 @@ impl SframeMm {
         self.table().map(|t| t.live().count()).unwrap_or(0)
     }
 
-    /// The registration covering `pc`, copied out under RCU.
-    pub(crate) fn lookup(&self, pc: usize) -> Option<Section> {
+    /// The registration covering `pc` and where to search its FDEs, copied
+    /// out under RCU.
+    pub(crate) fn lookup(&self, pc: usize) -> Option<(Section, FdeRange)> {
         let _guard = rcu::read_lock();
-        self.table()?.find(pc).map(|e| e.section)
+        let e = self.table()?.find(pc)?;
+        let range = match &e.index {
+            Some(index) => index.hint(pc.wrapping_sub(e.section.text_start)),
+            None => FdeRange {
+                lo: 0,
+                hi: u32::MAX,
+            },
+        };
+        Some((e.section, range))
     }
 
     /// Marks `s` dead if it is still registered: an unwind found it

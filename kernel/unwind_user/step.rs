@@ -216,31 +216,33 @@ pub(crate) fn next(
     // The row for `pc`, or `None` when no section describes it.
     let row = match mm.lookup(pc) {
         None => None,
-        Some(section) => match open(&section, mem).and_then(|mut s| s.find(pc as u64)) {
-            Ok(row) => Some(row),
-            Err(SfError::NotCovered) => None,
-            Err(e) => {
-                if e.is_malformed() {
-                    Counters::inc(&c.errors);
-                    mm.mark_dead(&section);
-                    pr_debug!(
-                        "dropped section at {:#x}: {}\n",
-                        section.sframe_start,
-                        e.name()
-                    );
-                    return Err(EINVAL);
+        Some((section, fdes)) => {
+            match open(&section, mem).and_then(|mut s| s.find_in(pc as u64, fdes.lo, fdes.hi)) {
+                Ok(row) => Some(row),
+                Err(SfError::NotCovered) => None,
+                Err(e) => {
+                    if e.is_malformed() {
+                        Counters::inc(&c.errors);
+                        mm.mark_dead(&section);
+                        pr_debug!(
+                            "dropped section at {:#x}: {}\n",
+                            section.sframe_start,
+                            e.name()
+                        );
+                        return Err(EINVAL);
+                    }
+                    // Not resident at NMI or IRQ time is no fault of the
+                    // section: the pages are faulted in later.
+                    if state.nofault {
+                        Counters::inc(&c.nofault_faults);
+                        state.prefault = true;
+                    } else {
+                        Counters::inc(&c.errors);
+                    }
+                    return Err(EFAULT);
                 }
-                // Not resident at NMI or IRQ time is no fault of the
-                // section: the pages are faulted in later.
-                if state.nofault {
-                    Counters::inc(&c.nofault_faults);
-                    state.prefault = true;
-                } else {
-                    Counters::inc(&c.errors);
-                }
-                return Err(EFAULT);
             }
-        },
+        }
     };
     let rule = match row {
         Some(row) if row.signal_frame => None,

@@ -32,7 +32,7 @@ const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 mod registry;
 mod step;
 
-use registry::{Section, SframeMm, MAX_SECTION_SIZE};
+use registry::{BlockIndex, Section, SframeMm, MAX_SECTION_SIZE};
 
 /// Maps a decoder error found while validating a section to an errno:
 /// `EFAULT` (unreadable), `EOPNOTSUPP` (a version, ABI or byte order this
@@ -136,6 +136,15 @@ fn add_section(s: Section) -> Result {
         };
         refuse(e.name(), &s, errno)
     })?;
+    // The lookup index, from the section just validated (FDEs in order).
+    let index = BlockIndex::new(
+        s.text_end - s.text_start,
+        (0..sec.num_fdes()).map(|i| {
+            let fde = sec.fde(i).map_err(|e| validation_errno(&e))?;
+            Ok(fde.func_end().saturating_sub(s.text_start as u64))
+        }),
+    )
+    .map_err(|e| refuse("index", &s, e))?;
 
     let _lock = MmapWriteGuard::lock(mm)?;
     let sframe_end = s.sframe_start + s.sframe_len as usize;
@@ -149,7 +158,9 @@ fn add_section(s: Section) -> Result {
     }
     // SAFETY: As above.
     let state = unsafe { SframeMm::get_or_create(mm) }?;
-    state.add(s).map_err(|e| refuse("limit or overlap", &s, e))
+    state
+        .add(s, Some(index))
+        .map_err(|e| refuse("limit or overlap", &s, e))
 }
 
 /// Registers the `.sframe` at `[sframe_start, sframe_end)` for the text at
@@ -400,13 +411,18 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 
 #[kunit_tests(unwind_user_sframe)]
 mod tests {
-    use super::registry::{Section, SframeMm, MAX_SECTIONS};
+    use super::registry::{BlockIndex, FdeRange, Section, SframeMm, MAX_SECTIONS};
     use super::step::{rule, Rule};
     use kernel::{
         error::code::{E2BIG, EEXIST, ENOENT},
         prelude::*,
     };
     use sframe::{Base, CfaRule, RegRule};
+
+    /// The registration covering `pc`, without the search range.
+    fn at(mm: &SframeMm, pc: usize) -> Option<Section> {
+        mm.lookup(pc).map(|(s, _)| s)
+    }
 
     fn sec(text_start: usize, len: usize) -> Section {
         Section {
@@ -420,26 +436,26 @@ mod tests {
     #[test]
     fn registry_add_lookup_remove() -> Result {
         let mm = SframeMm::new()?;
-        mm.add(sec(0x3000, 0x1000))?;
-        mm.add(sec(0x1000, 0x1000))?;
-        mm.add(sec(0x5000, 0x100))?;
+        mm.add(sec(0x3000, 0x1000), None)?;
+        mm.add(sec(0x1000, 0x1000), None)?;
+        mm.add(sec(0x5000, 0x100), None)?;
         assert_eq!(mm.len(), 3);
-        assert_eq!(mm.lookup(0x1000), Some(sec(0x1000, 0x1000)));
-        assert_eq!(mm.lookup(0x1fff), Some(sec(0x1000, 0x1000)));
-        assert_eq!(mm.lookup(0x2000), None);
-        assert_eq!(mm.lookup(0x3800), Some(sec(0x3000, 0x1000)));
-        assert_eq!(mm.lookup(0x50ff), Some(sec(0x5000, 0x100)));
-        assert_eq!(mm.lookup(0x5100), None);
-        assert_eq!(mm.lookup(0), None);
+        assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&mm, 0x1fff), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&mm, 0x2000), None);
+        assert_eq!(at(&mm, 0x3800), Some(sec(0x3000, 0x1000)));
+        assert_eq!(at(&mm, 0x50ff), Some(sec(0x5000, 0x100)));
+        assert_eq!(at(&mm, 0x5100), None);
+        assert_eq!(at(&mm, 0), None);
         // Overlap at either end, or containing another, is refused.
-        assert_eq!(mm.add(sec(0x1fff, 2)), Err(EEXIST));
-        assert_eq!(mm.add(sec(0x0, 0x1001)), Err(EEXIST));
-        assert_eq!(mm.add(sec(0x2800, 0x4000)), Err(EEXIST));
-        mm.add(sec(0x2000, 0x1000))?;
+        assert_eq!(mm.add(sec(0x1fff, 2), None), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x0, 0x1001), None), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x2800, 0x4000), None), Err(EEXIST));
+        mm.add(sec(0x2000, 0x1000), None)?;
         assert_eq!(mm.remove(0x2800), Err(ENOENT));
         mm.remove(0x2000)?;
         assert_eq!(mm.remove(0x2000), Err(ENOENT));
-        assert_eq!(mm.lookup(0x2000), None);
+        assert_eq!(at(&mm, 0x2000), None);
         assert_eq!(mm.len(), 3);
         Ok(())
     }
@@ -448,11 +464,14 @@ mod tests {
     fn registry_limit() -> Result {
         let mm = SframeMm::new()?;
         for i in 0..MAX_SECTIONS {
-            mm.add(sec(0x1000 * (i + 1), 0x1000))?;
+            mm.add(sec(0x1000 * (i + 1), 0x1000), None)?;
         }
-        assert_eq!(mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000)), Err(E2BIG));
+        assert_eq!(
+            mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), None),
+            Err(E2BIG)
+        );
         mm.remove(0x1000)?;
-        mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000))?;
+        mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), None)?;
         assert_eq!(mm.len(), MAX_SECTIONS);
         Ok(())
     }
@@ -460,30 +479,52 @@ mod tests {
     #[test]
     fn registry_unmap_and_dead() -> Result {
         let mm = SframeMm::new()?;
-        mm.add(sec(0x1000, 0x1000))?;
-        mm.add(sec(0x3000, 0x1000))?;
-        mm.add(sec(0x5000, 0x1000))?;
+        mm.add(sec(0x1000, 0x1000), None)?;
+        mm.add(sec(0x3000, 0x1000), None)?;
+        mm.add(sec(0x5000, 0x1000), None)?;
         // Unmapping part of the text drops the registration...
         mm.unmap(0x3fff, 0x4000);
-        assert_eq!(mm.lookup(0x3000), None);
+        assert_eq!(at(&mm, 0x3000), None);
         // ... and so does unmapping its section.
         let s = sec(0x5000, 0x1000);
         mm.unmap(s.sframe_start + 8, s.sframe_start + 9);
-        assert_eq!(mm.lookup(0x5000), None);
+        assert_eq!(at(&mm, 0x5000), None);
         assert_eq!(mm.len(), 1);
         // A section found malformed is skipped at once, counted, and
         // pruned by the next writer.
         mm.mark_dead(&sec(0x1000, 0x1000));
         mm.mark_dead(&sec(0x1000, 0x1000));
-        assert_eq!(mm.lookup(0x1000), None);
+        assert_eq!(at(&mm, 0x1000), None);
         assert_eq!(mm.counters.dropped.load(kernel::sync::atomic::Relaxed), 1);
-        mm.add(sec(0x1000, 0x1000))?;
-        assert_eq!(mm.lookup(0x1000), Some(sec(0x1000, 0x1000)));
+        mm.add(sec(0x1000, 0x1000), None)?;
+        assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
         // Fork copies the live registrations.
         let child = SframeMm::new()?;
         mm.copy_to(&child)?;
-        assert_eq!(child.lookup(0x1800), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&child, 0x1800), Some(sec(0x1000, 0x1000)));
         assert_eq!(child.len(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn block_index_hints() -> Result {
+        // Functions [0, 0x100), [0x100, 0x180), [0x180, 0x400), [0x400, 0x410)
+        // in a 0x500-byte text: 256-byte blocks.
+        let ends = [0x100u64, 0x180, 0x400, 0x410];
+        let index = BlockIndex::new(0x500, ends.iter().map(|&e| Ok(e)))?;
+        let mm = SframeMm::new()?;
+        mm.add(sec(0x10000, 0x500), Some(index))?;
+        let range = |pc| mm.lookup(pc).map(|(_, r)| r);
+        // Block 0 ([0, 0x100)) holds function 0; the next block starts with 1.
+        assert_eq!(range(0x10000), Some(FdeRange { lo: 0, hi: 2 }));
+        assert_eq!(range(0x100ff), Some(FdeRange { lo: 0, hi: 2 }));
+        // Block 1 ([0x100, 0x200)): functions 1 and 2.
+        assert_eq!(range(0x10150), Some(FdeRange { lo: 1, hi: 3 }));
+        // Blocks 2 and 3 lie inside function 2.
+        assert_eq!(range(0x10250), Some(FdeRange { lo: 2, hi: 3 }));
+        // Block 4 ([0x400, 0x500)): function 3, and the end of the table.
+        assert_eq!(range(0x10480), Some(FdeRange { lo: 3, hi: 5 }));
+        assert_eq!(range(0x10500), None);
         Ok(())
     }
 
@@ -571,6 +612,8 @@ mod tests {
         assert_eq!(f(&mut s, 0x11010), Some((16, -8, -16, true)));
         assert_eq!(f(&mut s, 0x1101f), Some((8, -8, 0, false)));
         assert_eq!(s.find(0x11020), Err(sframe::Error::NotCovered));
+        // With the search limited to the one FDE.
+        assert_eq!(s.find_in(0x11010, 0, 1), s.find(0x11010));
         assert_eq!(s.find(0x10fff), Err(sframe::Error::NotCovered));
         // Every truncation is refused or found malformed, never a panic.
         for len in 0..SECTION.len() {

@@ -424,9 +424,9 @@ impl<R: Reader> Section<R> {
     /// Index of the last FDE whose start is at or below `pc`, by binary
     /// search. Start addresses met during the search must be consistent with
     /// a sorted array, else [`Error::FdesUnsorted`].
-    fn search(&mut self, pc: u64) -> Result<u32, Error> {
-        let mut lo = 0u32;
-        let mut hi = self.header.num_fdes;
+    fn search(&mut self, pc: u64, lo: u32, hi: u32) -> Result<u32, Error> {
+        let mut hi = hi.min(self.header.num_fdes);
+        let mut lo = lo.min(hi);
         let mut lo_start = 0u64;
         let mut hi_start = u64::MAX;
         // At most 32 iterations: hi - lo halves every time.
@@ -450,7 +450,16 @@ impl<R: Reader> Section<R> {
     /// Find the function descriptor whose function contains `pc` (binary
     /// search, O(log n) reads), or [`Error::NotCovered`].
     pub fn find_fde(&mut self, pc: u64) -> Result<Fde, Error> {
-        let i = self.search(pc)?;
+        self.find_fde_in(pc, 0, u32::MAX)
+    }
+
+    /// [`Section::find_fde`] with the search limited to FDEs `lo..hi`, a
+    /// hint from an index the caller built (e.g. by text block) when the
+    /// section was registered. A wrong hint can only make the answer
+    /// [`Error::NotCovered`] or another function's check fail, never unsafe:
+    /// the FDE found is read and checked against `pc` as always.
+    pub fn find_fde_in(&mut self, pc: u64, lo: u32, hi: u32) -> Result<Fde, Error> {
+        let i = self.search(pc, lo, hi)?;
         let fde = self.fde(i)?;
         if !fde.contains(pc) {
             return Err(Error::NotCovered);
@@ -472,7 +481,13 @@ impl<R: Reader> Section<R> {
     /// first row. Any inconsistency met on the way is reported as a
     /// malformed-section error, whether or not [`Section::validate`] ran.
     pub fn find(&mut self, pc: u64) -> Result<Row, Error> {
-        let fde = self.find_fde(pc)?;
+        self.find_in(pc, 0, u32::MAX)
+    }
+
+    /// [`Section::find`] with the FDE search limited to `lo..hi`; see
+    /// [`Section::find_fde_in`].
+    pub fn find_in(&mut self, pc: u64, lo: u32, hi: u32) -> Result<Row, Error> {
+        let fde = self.find_fde_in(pc, lo, hi)?;
         let mut ip_off =
             u32::try_from(pc.saturating_sub(fde.func_start)).map_err(|_| Error::NotCovered)?;
         if fde.pc_type == PcType::Mask {

@@ -262,3 +262,39 @@ fn write_fuzz_seeds() {
         std::fs::write(dir.join(format!("{}.sframe", f.name)), s.bytes).unwrap();
     }
 }
+
+/// `find_in()` with a hint: the right FDE range gives `find()`'s answer; any
+/// range gives that answer or `NotCovered`, never another function's row.
+#[test]
+fn corpus_find_in_hints() {
+    let mut checked = 0u64;
+    for f in corpus() {
+        let s = sframe_of(&f);
+        let mut sec = open(&s);
+        if sec.validate().is_err() {
+            continue;
+        }
+        let n = sec.num_fdes();
+        for i in 0..n {
+            let fde = sec.fde(i).unwrap();
+            for pc in [
+                fde.func_start,
+                fde.func_start + u64::from(fde.func_size / 2),
+            ] {
+                let want = sec.find(pc);
+                assert_eq!(sec.find_in(pc, i, i + 1), want, "{}: fde {i}", f.name);
+                assert_eq!(sec.find_in(pc, i.saturating_sub(3), i + 3), want);
+                for (lo, hi) in [(0, 1), (n / 2, n), (i + 1, n), (0, i), (n, n), (7, 3)] {
+                    let got = sec.find_in(pc, lo, hi);
+                    assert!(
+                        got == want || got == Err(Error::NotCovered),
+                        "{}: fde {i} hint {lo}..{hi}: {got:?} vs {want:?}",
+                        f.name
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 500, "only {checked} lookups");
+}
