@@ -244,22 +244,21 @@ pub(crate) fn next(
             }
         }
     };
-    let rule = match row {
-        Some(row) if row.signal_frame => None,
-        Some(row) => rule(&row),
-        None => None,
+    // One frame unwound by this unwinder, at sample time or not.
+    let unwound = |state: &bindings::unwind_user_state| {
+        Counters::inc(&c.sframe_frames);
+        if state.nofault {
+            Counters::inc(&c.nofault_frames);
+        }
     };
-    match rule {
+    match row.filter(|r| !r.signal_frame).and_then(|r| rule(&r)) {
         Some(Rule::Frame(f)) => {
-            Counters::inc(&c.sframe_frames);
-            if state.nofault {
-                Counters::inc(&c.nofault_frames);
-            }
+            unwound(state);
             *frame = f;
             Ok(Step::Frame)
         }
         Some(Rule::Outermost) => {
-            Counters::inc(&c.sframe_frames);
+            unwound(state);
             frame.outermost = true;
             Ok(Step::Frame)
         }
@@ -268,7 +267,7 @@ pub(crate) fn next(
         // which may sit in a registered text that has no FDE for it).
         None if row.is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem) => {
             unwind_signal_frame(state, mem)?;
-            Counters::inc(&c.sframe_frames);
+            unwound(state);
             Ok(Step::Signal)
         }
         None => {
