@@ -29,6 +29,13 @@ KMAKE := $(MAKE) -C $(SRC) O=$(OUT) -j$(JOBS) \
 	BINDGEN=$(HOME)/.cargo/bin/bindgen
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+# bindgen loads libclang at run time and 7.2 needs >= 17: use the one
+# harness/install-deps.sh installs, whatever else the machine has.
+export LIBCLANG_PATH := /usr/lib/llvm-19/lib
+
+# A recipe that fails leaves no target behind for a rerun to trust (a
+# .config that failed check-config.sh, say).
+.DELETE_ON_ERROR:
 
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test selftests initramfs clean-build perf
@@ -46,6 +53,7 @@ apply: source
 # Kconfig file changes, so that an edit to a .rs file rebuilds only that.
 $(OUT)/.config: kernel/configs/unwind_user.config $(wildcard kernel/unwind_user/Kconfig) | apply
 	mkdir -p $(OUT)
+	$(KMAKE) rustavailable
 	$(KMAKE) tinyconfig unwind_user.config >$(OUT)/config.log 2>&1 || \
 		{ cat $(OUT)/config.log; exit 1; }
 	harness/check-config.sh $(OUT)/.config kernel/configs/unwind_user.config

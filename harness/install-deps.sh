@@ -10,7 +10,11 @@ APT_PKGS=(
 	build-essential flex bison bc cpio kmod xz-utils rsync python3 git
 	libelf-dev libssl-dev libdw-dev libzstd-dev zlib1g-dev pkg-config
 	qemu-system-x86 busybox-static
-	rustc-web rust-web-src rust-web-clippy libclang-dev clang
+	rustc-web rust-web-src rust-web-clippy clang
+	# bindgen needs libclang >= 17; Debian 12's default (libclang-dev) is 14.
+	# Name the version so the build does not depend on what else is here;
+	# the Makefile points bindgen at it (LIBCLANG_PATH).
+	libclang1-19
 	binutils file
 )
 
@@ -34,4 +38,9 @@ if ! bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
 	echo "install-deps: cargo install bindgen-cli $BINDGEN_VERSION"
 	cargo install --quiet --locked bindgen-cli --version "$BINDGEN_VERSION"
 fi
-echo "install-deps: ok ($(/usr/bin/rustc --version), $(bindgen --version))"
+LIBCLANG=/usr/lib/llvm-19/lib
+if ! ls "$LIBCLANG"/libclang*.so* >/dev/null 2>&1; then
+	echo "install-deps: ERROR: libclang1-19 installed but no libclang*.so* in $LIBCLANG" >&2
+	exit 1
+fi
+echo "install-deps: ok ($(/usr/bin/rustc --version), $(bindgen --version), libclang in $LIBCLANG)"
