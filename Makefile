@@ -9,6 +9,8 @@
 #   make kernel   build bzImage only
 #   make boot     interactive shell in the guest
 #   make series   write the git format-patch series against pristine 7.2
+#   make fresh-root   README's two commands (clone, make check) in a new
+#                 Debian 12 root: proves the install steps (not part of check)
 #
 # Build products live outside the repository, in $(KBUILD_DIR).
 
@@ -38,7 +40,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .DELETE_ON_ERROR:
 
 .PHONY: check demo bench kernel boot series deps source apply config \
-	host-test selftests initramfs clean-build perf
+	host-test selftests initramfs clean-build perf fresh-root
 
 deps:
 	@harness/install-deps.sh
@@ -102,6 +104,12 @@ series: apply
 	@rm -rf $(SERIES_DIR)
 	@git -C $(SRC) format-patch -q --no-signature -o $(SERIES_DIR) pristine..HEAD
 	@echo "series: $$(ls $(SERIES_DIR) | wc -l) patches in $(SERIES_DIR)"
+
+# A new Debian 12 root under $(KBUILD_DIR)/fresh-root, the clone of HEAD
+# and `make check` inside it. Root only (debootstrap, chroot).
+fresh-root:
+	@harness/install-deps.sh fresh-root >/dev/null
+	@harness/fresh-root.sh $(REPO) $(KBUILD_DIR)/fresh-root
 
 clean-build:
 	rm -rf $(OUT) $(GUEST) $(SERIES_DIR)

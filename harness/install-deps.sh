@@ -4,6 +4,9 @@
 # Install what the build, the boot and the tests need, if it is missing.
 # Idempotent: a second run on a prepared machine does nothing but checks.
 # Debian 12 (bookworm) host, x86_64.
+#
+# Usage: install-deps.sh [fresh-root]
+#   fresh-root: also what `make fresh-root` needs on the host (debootstrap).
 set -euo pipefail
 
 APT_PKGS=(
@@ -17,6 +20,7 @@ APT_PKGS=(
 	libclang1-19
 	binutils file
 )
+[ "${1:-}" = fresh-root ] && APT_PKGS+=(debootstrap)
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
