@@ -5,8 +5,8 @@
 
 use crate::reader::{i32_at, i64_at, u16_at, u32_at, u8_at, Window};
 use crate::types::{
-    decode_row, Abi, Fde, FdeType, FreType, Header, PcType, RawFre, Row, Version, HEADER_SIZE,
-    MAGIC, MAX_FRES_PER_FDE,
+    decode_row, Abi, Fde, Header, PcType, RawFre, Row, Version, HEADER_SIZE, MAGIC,
+    MAX_FRES_PER_FDE,
 };
 use crate::{Error, Reader};
 
@@ -103,6 +103,22 @@ impl<R: Reader> Section<R> {
             fde_off: h(20)?,
             fre_off: h(24)?,
         };
+        Self::with_header(reader, len, section_addr, header)
+    }
+
+    /// [`Section::new`] with a header decoded before (by `new` on the same
+    /// section, when it was registered, say): nothing is read, the layout
+    /// checks are made again against `len`.
+    pub fn with_header(
+        reader: R,
+        len: u32,
+        section_addr: u64,
+        header: Header,
+    ) -> Result<Self, Error> {
+        if len < HEADER_SIZE {
+            return Err(Error::TruncatedHeader);
+        }
+        let version = header.version;
         let hdr_size = header.size();
         if hdr_size > len {
             return Err(Error::AuxHeaderPastEnd);
@@ -286,36 +302,16 @@ impl<R: Reader> Section<R> {
         if num_fres > MAX_FRES_PER_FDE || num_fres > self.header.num_fres {
             return Err(Error::FdeFreCountTooLarge);
         }
-        let fre_type = FreType::from_raw(info & 0xf)?;
-        let pc_type = if info & 0x10 != 0 {
-            PcType::Mask
-        } else {
-            PcType::Inc
-        };
-        let fde_type = match info2 & 0x1f {
-            0 => FdeType::Default,
-            1 => FdeType::Flex,
-            t => return Err(Error::BadFdeType(t)),
-        };
         let func_start = self.func_start(off, stored)?;
-        func_start
-            .checked_add(u64::from(func_size))
-            .ok_or(Error::AddressOverflow)?;
-        Ok(Fde {
-            index: i,
+        Fde::from_fields(
+            self.header.version,
+            i,
             func_start,
             func_size,
             fres_off,
             num_fres,
-            fre_type,
-            pc_type,
-            fde_type,
-            rep_size,
-            signal_frame: self.header.version == Version::V3 && info & 0x80 != 0,
-            pauth_key_b: info & 0x20 != 0,
-            info,
-            info2,
-        })
+            [info, info2, rep_size],
+        )
     }
 
     /// Walk the FREs of `fde` in order, checking each and passing it to
@@ -424,9 +420,9 @@ impl<R: Reader> Section<R> {
     /// Index of the last FDE whose start is at or below `pc`, by binary
     /// search. Start addresses met during the search must be consistent with
     /// a sorted array, else [`Error::FdesUnsorted`].
-    fn search(&mut self, pc: u64, lo: u32, hi: u32) -> Result<u32, Error> {
-        let mut hi = hi.min(self.header.num_fdes);
-        let mut lo = lo.min(hi);
+    fn search(&mut self, pc: u64) -> Result<u32, Error> {
+        let mut hi = self.header.num_fdes;
+        let mut lo = 0;
         let mut lo_start = 0u64;
         let mut hi_start = u64::MAX;
         // At most 32 iterations: hi - lo halves every time.
@@ -450,16 +446,7 @@ impl<R: Reader> Section<R> {
     /// Find the function descriptor whose function contains `pc` (binary
     /// search, O(log n) reads), or [`Error::NotCovered`].
     pub fn find_fde(&mut self, pc: u64) -> Result<Fde, Error> {
-        self.find_fde_in(pc, 0, u32::MAX)
-    }
-
-    /// [`Section::find_fde`] with the search limited to FDEs `lo..hi`, a
-    /// hint from an index the caller built (e.g. by text block) when the
-    /// section was registered. A wrong hint can only make the answer
-    /// [`Error::NotCovered`] or another function's check fail, never unsafe:
-    /// the FDE found is read and checked against `pc` as always.
-    pub fn find_fde_in(&mut self, pc: u64, lo: u32, hi: u32) -> Result<Fde, Error> {
-        let i = self.search(pc, lo, hi)?;
+        let i = self.search(pc)?;
         let fde = self.fde(i)?;
         if !fde.contains(pc) {
             return Err(Error::NotCovered);
@@ -481,13 +468,20 @@ impl<R: Reader> Section<R> {
     /// first row. Any inconsistency met on the way is reported as a
     /// malformed-section error, whether or not [`Section::validate`] ran.
     pub fn find(&mut self, pc: u64) -> Result<Row, Error> {
-        self.find_in(pc, 0, u32::MAX)
+        let fde = self.find_fde(pc)?;
+        self.find_row(&fde, pc)
     }
 
-    /// [`Section::find`] with the FDE search limited to `lo..hi`; see
-    /// [`Section::find_fde_in`].
-    pub fn find_in(&mut self, pc: u64, lo: u32, hi: u32) -> Result<Row, Error> {
-        let fde = self.find_fde_in(pc, lo, hi)?;
+    /// The row for `pc` in the function of `fde` (found by
+    /// [`Section::find_fde`] or kept from it, see [`PackedFde`]): reads
+    /// only the function's FREs. [`Error::NotCovered`] if `pc` is not in
+    /// the function or before its first row.
+    ///
+    /// [`PackedFde`]: crate::PackedFde
+    pub fn find_row(&mut self, fde: &Fde, pc: u64) -> Result<Row, Error> {
+        if !fde.contains(pc) {
+            return Err(Error::NotCovered);
+        }
         let mut ip_off =
             u32::try_from(pc.saturating_sub(fde.func_start)).map_err(|_| Error::NotCovered)?;
         if fde.pc_type == PcType::Mask {
@@ -496,9 +490,9 @@ impl<R: Reader> Section<R> {
                 .ok_or(Error::ZeroRepSize)?;
         }
         let fre = self
-            .walk(&fde, Stop::After(ip_off), |_| Ok(()))?
+            .walk(fde, Stop::After(ip_off), |_| Ok(()))?
             .ok_or(Error::NotCovered)?;
-        decode_row(&self.header, &fde, &fre)
+        decode_row(&self.header, fde, &fre)
     }
 
     /// Check the whole section once (O(FDEs + FREs) reads), e.g. when it is

@@ -278,6 +278,62 @@ pub struct Fde {
 }
 
 impl Fde {
+    /// An FDE from its fields as stored (`info`, `info2` and `rep_size`
+    /// raw); checks the types they name and that the function's end does
+    /// not overflow.
+    pub(crate) fn from_fields(
+        version: Version,
+        index: u32,
+        func_start: u64,
+        func_size: u32,
+        fres_off: u32,
+        num_fres: u32,
+        [info, info2, rep_size]: [u8; 3],
+    ) -> Result<Fde, Error> {
+        let fre_type = FreType::from_raw(info & 0xf)?;
+        let pc_type = if info & 0x10 != 0 {
+            PcType::Mask
+        } else {
+            PcType::Inc
+        };
+        let fde_type = match info2 & 0x1f {
+            0 => FdeType::Default,
+            1 => FdeType::Flex,
+            t => return Err(Error::BadFdeType(t)),
+        };
+        func_start
+            .checked_add(u64::from(func_size))
+            .ok_or(Error::AddressOverflow)?;
+        Ok(Fde {
+            index,
+            func_start,
+            func_size,
+            fres_off,
+            num_fres,
+            fre_type,
+            pc_type,
+            fde_type,
+            rep_size,
+            signal_frame: version == Version::V3 && info & 0x80 != 0,
+            pauth_key_b: info & 0x20 != 0,
+            info,
+            info2,
+        })
+    }
+
+    /// The FDE in the compact form a consumer keeps in its own memory
+    /// (see [`PackedFde`]), its start relative to `base`; `None` if the
+    /// function does not start within 4 GiB above `base`.
+    pub fn pack(&self, base: u64) -> Option<PackedFde> {
+        Some(PackedFde {
+            start: u32::try_from(self.func_start.checked_sub(base)?).ok()?,
+            size: self.func_size,
+            fres_off: self.fres_off,
+            num_fres: u16::try_from(self.num_fres).ok()?,
+            info: [self.info, self.info2, self.rep_size],
+        })
+    }
+
     /// Absolute end address (exclusive). Checked when the FDE was decoded.
     pub fn func_end(&self) -> u64 {
         self.func_start.saturating_add(u64::from(self.func_size))
@@ -610,4 +666,50 @@ pub(crate) fn decode_row(hdr: &Header, fde: &Fde, fre: &RawFre) -> Result<Row, E
         return Err(Error::BadDataWordCount);
     }
     Ok(row)
+}
+
+/// An [`Fde`] as a consumer keeps it in its own memory once the section is
+/// validated, so that a lookup searches the functions without reading the
+/// section again: 20 bytes, the start relative to a base address (the
+/// start of the text the section describes), the rest as decoded. Built
+/// only by [`Fde::pack`] from a decoded FDE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackedFde {
+    start: u32,
+    size: u32,
+    fres_off: u32,
+    num_fres: u16,
+    /// `info`, `info2` and `rep_size`, raw.
+    info: [u8; 3],
+}
+
+impl PackedFde {
+    /// Start of the function, relative to the base it was packed with.
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// End of the function (exclusive), relative to the same base.
+    pub fn end(&self) -> u64 {
+        u64::from(self.start).saturating_add(u64::from(self.size))
+    }
+
+    /// The FDE again, as [`Section::fde`](crate::Section::fde) of a
+    /// section of `version` gave it for index `index`, the start made
+    /// absolute with `base`. Fails only if `base` is not the one it was
+    /// packed with and the function end overflows.
+    pub fn unpack(&self, version: Version, base: u64, index: u32) -> Result<Fde, Error> {
+        let func_start = base
+            .checked_add(u64::from(self.start))
+            .ok_or(Error::AddressOverflow)?;
+        Fde::from_fields(
+            version,
+            index,
+            func_start,
+            self.size,
+            self.fres_off,
+            u32::from(self.num_fres),
+            self.info,
+        )
+    }
 }

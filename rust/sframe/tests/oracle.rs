@@ -263,10 +263,13 @@ fn write_fuzz_seeds() {
     }
 }
 
-/// `find_in()` with a hint: the right FDE range gives `find()`'s answer; any
-/// range gives that answer or `NotCovered`, never another function's row.
+/// What a kernel keeps of a validated section (the header and the FDEs,
+/// packed) gives the answers of the section itself: `with_header()` over
+/// the same bytes, `unpack()` of every `pack()`, and `find_row()` on the
+/// unpacked FDE agree with `find()` at the function's start, middle, last
+/// byte and end.
 #[test]
-fn corpus_find_in_hints() {
+fn corpus_packed_fdes() {
     let mut checked = 0u64;
     for f in corpus() {
         let s = sframe_of(&f);
@@ -274,27 +277,41 @@ fn corpus_find_in_hints() {
         if sec.validate().is_err() {
             continue;
         }
+        let hdr = *sec.header();
+        let mut again = Section::with_header(s.bytes, sec.len(), sec.section_addr(), hdr).unwrap();
         let n = sec.num_fdes();
+        let Some(base) = (0..n).map(|i| sec.fde(i).unwrap().func_start).min() else {
+            continue;
+        };
         for i in 0..n {
             let fde = sec.fde(i).unwrap();
+            let packed = fde.pack(base).expect("within 4 GiB of the first function");
+            assert_eq!(u64::from(packed.start()), fde.func_start - base);
+            assert_eq!(packed.end(), fde.func_end() - base);
+            let unpacked = packed.unpack(hdr.version, base, i).unwrap();
+            assert_eq!(unpacked, fde, "{}: fde {i}", f.name);
             for pc in [
                 fde.func_start,
                 fde.func_start + u64::from(fde.func_size / 2),
+                fde.func_end().saturating_sub(1),
+                fde.func_end(),
             ] {
                 let want = sec.find(pc);
-                assert_eq!(sec.find_in(pc, i, i + 1), want, "{}: fde {i}", f.name);
-                assert_eq!(sec.find_in(pc, i.saturating_sub(3), i + 3), want);
-                for (lo, hi) in [(0, 1), (n / 2, n), (i + 1, n), (0, i), (n, n), (7, 3)] {
-                    let got = sec.find_in(pc, lo, hi);
-                    assert!(
-                        got == want || got == Err(Error::NotCovered),
-                        "{}: fde {i} hint {lo}..{hi}: {got:?} vs {want:?}",
-                        f.name
-                    );
+                let got = again.find_row(&unpacked, pc);
+                assert!(
+                    got == want || (got == Err(Error::NotCovered) && !fde.contains(pc)),
+                    "{}: fde {i} pc {pc:#x}: {got:?} vs {want:?}",
+                    f.name
+                );
+                if fde.contains(pc) {
+                    assert_eq!(again.find(pc), want);
                 }
                 checked += 1;
             }
         }
+        // A function below the base cannot be packed.
+        let first = sec.fde(0).unwrap();
+        assert_eq!(first.pack(first.func_start + 1), None);
     }
-    assert!(checked > 500, "only {checked} lookups");
+    assert!(checked > 1000, "only {checked} lookups");
 }
