@@ -18,9 +18,9 @@
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
 use kernel::{
-    alloc::{flags::GFP_KERNEL, KBox, KVec},
+    alloc::{flags::GFP_KERNEL_ACCOUNT, KBox, KVVec},
     bindings,
-    error::code::{E2BIG, EEXIST, EINVAL, ENOENT},
+    error::code::{EEXIST, ENOENT, ENOSPC},
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
@@ -34,6 +34,11 @@ pub(crate) const MAX_SECTIONS: usize = 1024;
 
 /// Largest section, in bytes, that may be registered.
 pub(crate) const MAX_SECTION_SIZE: usize = 64 << 20;
+
+/// Most bytes of FDE tables ([`Fdes`]) one address space may hold: 20
+/// bytes a function, so about 800Ki functions. Everything the registry
+/// allocates is charged to the memory cgroup of the task that registers.
+pub(crate) const MAX_FDE_BYTES: usize = 16 << 20;
 
 /// One registered section: the text it describes and where it lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,74 +59,67 @@ impl Section {
     }
 }
 
-/// Which FDEs can describe a text block: an ORC-style lookup index built
-/// at registration, so that a lookup binary-searches a handful of FDEs of
-/// the user's table instead of all of them (each probe is a user copy).
-///
-/// `first[b]` is the index of the first FDE that ends after the start of
-/// block `b` (blocks of `1 << shift` bytes from the text start); the FDEs
-/// that can contain a PC of block `b` are `first[b]..=first[b + 1]`.
-pub(crate) struct BlockIndex {
-    shift: u32,
-    first: KVec<u32>,
+/// What registration validated, kept in kernel memory so that no unwind
+/// reads it again: the section's header and its FDEs, packed and sorted
+/// by start. A lookup binary-searches them here; only the function's FRE
+/// bytes are read from the section, and checked as they are read.
+pub(crate) struct Fdes {
+    header: sframe::Header,
+    packed: KVVec<sframe::PackedFde>,
 }
 
-impl BlockIndex {
-    /// Smallest block: 256 bytes, as ORC's.
-    const MIN_SHIFT: u32 = 8;
-    /// At most 64Ki blocks (256 KiB): larger texts get larger blocks.
-    const MAX_BLOCKS: usize = 1 << 16;
-
-    /// Builds the index of a text of `text_len` bytes from the end offsets
-    /// (from the text start) of its FDEs, in address order.
+impl Fdes {
+    /// The table of a section with `header` whose FDEs `fdes` gives, in
+    /// address order, packed relative to the text start.
     pub(crate) fn new(
-        text_len: usize,
-        mut fde_ends: impl Iterator<Item = Result<u64>>,
-    ) -> Result<Arc<BlockIndex>> {
-        let mut shift = Self::MIN_SHIFT;
-        while text_len >> shift >= Self::MAX_BLOCKS {
-            shift += 1;
+        header: sframe::Header,
+        fdes: impl ExactSizeIterator<Item = Result<sframe::PackedFde>>,
+    ) -> Result<Arc<Fdes>> {
+        let mut packed = KVVec::with_capacity(fdes.len(), GFP_KERNEL_ACCOUNT)?;
+        for f in fdes {
+            packed.push(f?, GFP_KERNEL_ACCOUNT)?;
         }
-        let blocks = (text_len >> shift) + 1;
-        let mut first = KVec::with_capacity(blocks, GFP_KERNEL)?;
-        let (mut i, mut end) = (0u32, fde_ends.next().transpose()?);
-        for b in 0..blocks {
-            let block_start = (b as u64) << shift;
-            while end.is_some_and(|e| e <= block_start) {
-                i = i.checked_add(1).ok_or(EINVAL)?;
-                end = fde_ends.next().transpose()?;
-            }
-            first.push(i, GFP_KERNEL)?;
-        }
-        Ok(Arc::new(BlockIndex { shift, first }, GFP_KERNEL)?)
+        Ok(Arc::new(Fdes { header, packed }, GFP_KERNEL_ACCOUNT)?)
     }
 
-    /// The range of FDE indices that can contain the PC `off` bytes into
-    /// the text: a hint for `sframe::Section::find_in()`.
-    fn hint(&self, off: usize) -> FdeRange {
-        let b = off >> self.shift;
-        let lo = self.first.get(b).copied().unwrap_or(0);
-        let hi = match self.first.get(b + 1) {
-            Some(&n) => n.saturating_add(1),
-            None => u32::MAX,
-        };
-        FdeRange { lo, hi }
+    /// Kernel memory the table takes, as counted against [`MAX_FDE_BYTES`].
+    pub(crate) fn bytes(&self) -> usize {
+        self.packed.len() * core::mem::size_of::<sframe::PackedFde>()
+    }
+
+    /// The FDE whose function contains `off` (from the text start), and
+    /// its index.
+    fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde)> {
+        let i = self
+            .packed
+            .partition_point(|f| u64::from(f.start()) <= off)
+            .checked_sub(1)?;
+        let f = *self.packed.get(i)?;
+        (off < f.end()).then_some((u32::try_from(i).ok()?, f))
     }
 }
 
-/// FDE indices `lo..hi` where a lookup searches; all of them without an
-/// index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FdeRange {
-    pub(crate) lo: u32,
-    pub(crate) hi: u32,
+/// What [`SframeMm::lookup`] copies out of the table for one PC.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    /// The registration's section and text.
+    pub(crate) section: Section,
+    /// Which registration it is, for [`SframeMm::mark_dead`].
+    pub(crate) id: u64,
+    /// The section's header, as validated at registration.
+    pub(crate) header: sframe::Header,
+    /// The function containing the PC, if any: (its index, its FDE).
+    pub(crate) fde: Option<(u32, sframe::PackedFde)>,
 }
 
 /// A table slot: the section and whether an unwind found it malformed.
 struct Entry {
     section: Section,
+    /// Unique in its address space: tells this registration from a later
+    /// one of the same section at the same addresses.
+    id: u64,
     /// Shared by the tables the entry is copied into.
-    index: Option<Arc<BlockIndex>>,
+    fdes: Arc<Fdes>,
     /// Set by a reader that found the section malformed; readers skip it and
     /// the next writer drops it. Atomic because readers hold no lock.
     dead: Atomic<bool>,
@@ -136,7 +134,7 @@ struct Entry {
 struct Table {
     /// For `call_rcu()`; the table is boxed, so it does not move.
     rcu: Opaque<bindings::callback_head>,
-    entries: KVec<Entry>,
+    entries: KVVec<Entry>,
 }
 
 impl Table {
@@ -145,9 +143,9 @@ impl Table {
     fn rebuild(
         old: Option<&Table>,
         keep: impl Fn(&Section) -> bool,
-        add: Option<(Section, Option<Arc<BlockIndex>>)>,
+        add: Option<Entry>,
     ) -> Result<KBox<Table>> {
-        let mut entries = KVec::new();
+        let mut entries = KVVec::new();
         let mut add = add;
         for e in old.map(|t| t.entries.as_slice()).unwrap_or(&[]) {
             if e.dead.load(Relaxed) || !keep(&e.section) {
@@ -155,23 +153,23 @@ impl Table {
             }
             if add
                 .as_ref()
-                .is_some_and(|(a, _)| a.text_start < e.section.text_start)
+                .is_some_and(|a| a.section.text_start < e.section.text_start)
             {
-                if let Some((a, index)) = add.take() {
-                    entries.push(Entry::new(a, index), GFP_KERNEL)?;
+                if let Some(a) = add.take() {
+                    entries.push(a, GFP_KERNEL_ACCOUNT)?;
                 }
             }
-            entries.push(Entry::new(e.section, e.index.clone()), GFP_KERNEL)?;
+            entries.push(e.copy(), GFP_KERNEL_ACCOUNT)?;
         }
-        if let Some((a, index)) = add {
-            entries.push(Entry::new(a, index), GFP_KERNEL)?;
+        if let Some(a) = add {
+            entries.push(a, GFP_KERNEL_ACCOUNT)?;
         }
         Ok(KBox::new(
             Table {
                 rcu: Opaque::uninit(),
                 entries,
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?)
     }
 
@@ -185,21 +183,24 @@ impl Table {
         (pc < e.section.text_end && !e.dead.load(Relaxed)).then_some(e)
     }
 
-    fn live(&self) -> impl Iterator<Item = &Section> {
-        self.entries
-            .iter()
-            .filter(|e| !e.dead.load(Relaxed))
-            .map(|e| &e.section)
+    fn live(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| !e.dead.load(Relaxed))
     }
 }
 
 impl Entry {
-    fn new(section: Section, index: Option<Arc<BlockIndex>>) -> Self {
+    fn new(section: Section, id: u64, fdes: Arc<Fdes>) -> Self {
         Entry {
             section,
-            index,
+            id,
+            fdes,
             dead: Atomic::new(false),
         }
+    }
+
+    /// The same registration, for a new table.
+    fn copy(&self) -> Self {
+        Entry::new(self.section, self.id, self.fdes.clone())
     }
 }
 
@@ -232,6 +233,8 @@ impl Counters {
 /// grace period. The object lives until the mm is freed.
 pub(crate) struct SframeMm {
     table: Atomic<*mut Table>,
+    /// The id of the next registration; only writers (serialised) use it.
+    next_id: Atomic<u64>,
     pub(crate) counters: Counters,
 }
 
@@ -265,6 +268,7 @@ impl SframeMm {
         Ok(KBox::new(
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
+                next_id: Atomic::new(1),
                 counters: Counters {
                     unwinds: Atomic::new(0),
                     sframe_frames: Atomic::new(0),
@@ -275,7 +279,7 @@ impl SframeMm {
                     nofault_faults: Atomic::new(0),
                 },
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?)
     }
 
@@ -316,17 +320,28 @@ impl SframeMm {
         }
     }
 
-    /// Registers `s`. The caller holds the mmap write lock.
-    pub(crate) fn add(&self, s: Section, index: Option<Arc<BlockIndex>>) -> Result {
+    /// Registers `s`, whose validated header and FDEs are `fdes`. The
+    /// caller holds the mmap write lock. `ENOSPC` when the address space
+    /// has [`MAX_SECTIONS`] registrations or their FDE tables would pass
+    /// [`MAX_FDE_BYTES`].
+    pub(crate) fn add(&self, s: Section, fdes: Arc<Fdes>) -> Result {
         let old = self.table();
-        let live = old.map(|t| t.live().count()).unwrap_or(0);
-        if live >= MAX_SECTIONS {
-            return Err(E2BIG);
+        let live = || old.into_iter().flat_map(Table::live);
+        let bytes = live()
+            .map(|e| e.fdes.bytes())
+            .fold(fdes.bytes(), usize::saturating_add);
+        if live().count() >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
+            return Err(ENOSPC);
         }
-        if old.is_some_and(|t| t.live().any(|e| e.overlaps(s.text_start, s.text_end))) {
+        if live().any(|e| e.section.overlaps(s.text_start, s.text_end)) {
             return Err(EEXIST);
         }
-        self.publish(Table::rebuild(old, |_| true, Some((s, index)))?);
+        let id = self.next_id.fetch_add(1, Relaxed);
+        self.publish(Table::rebuild(
+            old,
+            |_| true,
+            Some(Entry::new(s, id, fdes)),
+        )?);
         Ok(())
     }
 
@@ -334,7 +349,7 @@ impl SframeMm {
     /// The caller holds the mmap write lock.
     pub(crate) fn remove(&self, text_start: usize) -> Result {
         let old = self.table().ok_or(ENOENT)?;
-        if !old.live().any(|e| e.text_start == text_start) {
+        if !old.live().any(|e| e.section.text_start == text_start) {
             return Err(ENOENT);
         }
         self.publish(Table::rebuild(
@@ -355,7 +370,7 @@ impl SframeMm {
             let sframe_end = e.sframe_start.saturating_add(e.sframe_len as usize);
             e.overlaps(start, end) || (e.sframe_start < end && start < sframe_end)
         };
-        if !old.live().any(hit) {
+        if !old.live().any(|e| hit(&e.section)) {
             return;
         }
         match Table::rebuild(Some(old), |e| !hit(e), None) {
@@ -368,11 +383,13 @@ impl SframeMm {
         }
     }
 
-    /// Copies every live registration into `dst`, an empty state of a new mm
-    /// (fork). The caller holds `self`'s mmap write lock.
-    pub(crate) fn copy_to(&self, dst: &SframeMm) -> Result {
+    /// Copies the live registrations that `keep` accepts into `dst`, an
+    /// empty state of a new mm (fork), ids included. The caller holds both
+    /// mmap write locks.
+    pub(crate) fn copy_to(&self, dst: &SframeMm, keep: impl Fn(&Section) -> bool) -> Result {
         if let Some(old) = self.table() {
-            dst.publish(Table::rebuild(Some(old), |_| true, None)?);
+            dst.publish(Table::rebuild(Some(old), keep, None)?);
+            dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
         }
         Ok(())
     }
@@ -383,27 +400,27 @@ impl SframeMm {
         self.table().map(|t| t.live().count()).unwrap_or(0)
     }
 
-    /// The registration covering `pc` and where to search its FDEs, copied
-    /// out under RCU.
-    pub(crate) fn lookup(&self, pc: usize) -> Option<(Section, FdeRange)> {
+    /// The registration covering `pc` and the function there, copied out
+    /// under RCU: no user memory is read.
+    pub(crate) fn lookup(&self, pc: usize) -> Option<Found> {
         let _guard = rcu::read_lock();
         let e = self.table()?.find(pc)?;
-        let range = match &e.index {
-            Some(index) => index.hint(pc.wrapping_sub(e.section.text_start)),
-            None => FdeRange {
-                lo: 0,
-                hi: u32::MAX,
-            },
-        };
-        Some((e.section, range))
+        Some(Found {
+            section: e.section,
+            id: e.id,
+            header: e.fdes.header,
+            fde: e.fdes.find(pc.wrapping_sub(e.section.text_start) as u64),
+        })
     }
 
-    /// Marks `s` dead if it is still registered: an unwind found it
-    /// malformed. Lock-free; the next writer removes it.
-    pub(crate) fn mark_dead(&self, s: &Section) {
+    /// Marks the registration `found` came from dead if it is still
+    /// registered: an unwind found its section malformed. Lock-free; the
+    /// next writer removes it. A later registration of the same section at
+    /// the same place has another id and is left alone.
+    pub(crate) fn mark_dead(&self, found: &Found) {
         let _guard = rcu::read_lock();
-        if let Some(e) = self.table().and_then(|t| t.find(s.text_start)) {
-            if e.section == *s && !e.dead.xchg(true, Relaxed) {
+        if let Some(e) = self.table().and_then(|t| t.find(found.section.text_start)) {
+            if e.id == found.id && !e.dead.xchg(true, Relaxed) {
                 Counters::inc(&self.counters.dropped);
             }
         }

@@ -6,10 +6,10 @@
 //! reads the return address and saved frame pointer, checks that the stack
 //! grows and stays aligned, and advances.
 
-use crate::registry::{Counters, Section, SframeMm};
+use crate::registry::{Counters, Found, Section, SframeMm};
 use kernel::{
     bindings,
-    error::code::{EFAULT, EINVAL, ENOENT},
+    error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
     ffi::c_ulong,
     prelude::*,
     uaccess::{UserPtr, UserSlice},
@@ -63,15 +63,50 @@ impl UserMem {
     }
 }
 
-/// Reads a section from the current task's memory, through `mem`.
+/// Most section bytes one frame's lookup may read: a binary search and a
+/// few FRE windows. A function with more FREs before the PC than this
+/// allows is not unwound (the walk ends), whatever the section says.
+const FRAME_BYTES: u32 = 4096;
+/// Most section bytes one walk may read at NMI or IRQ time: about 200
+/// frames of typical lookups. It bounds what a profiled process can make
+/// `perf_callchain_user()` do, however its sections are built.
+const WALK_BYTES_NOFAULT: u32 = 32 << 10;
+/// The same in task context (the deferred unwind), at the task's own cost.
+const WALK_BYTES: u32 = 256 << 10;
+
+/// Reads a section from the current task's memory, through `mem`, at most
+/// `left` bytes (`u32::MAX`: the whole section, at registration).
 pub(crate) struct UserReader {
     /// User address of the section's first byte.
     base: usize,
     mem: UserMem,
+    /// Bytes this reader may still read.
+    left: u32,
+    /// A read was refused because `left` ran out.
+    exhausted: bool,
+}
+
+impl UserReader {
+    pub(crate) fn new(s: &Section, mem: UserMem, left: u32) -> Self {
+        UserReader {
+            base: s.sframe_start,
+            mem,
+            left,
+            exhausted: false,
+        }
+    }
 }
 
 impl sframe::Reader for UserReader {
     fn read(&mut self, offset: u32, buf: &mut [u8]) -> core::result::Result<(), SfError> {
+        let Some(left) = u32::try_from(buf.len())
+            .ok()
+            .and_then(|n| self.left.checked_sub(n))
+        else {
+            self.exhausted = true;
+            return Err(SfError::Read);
+        };
+        self.left = left;
         let addr = self
             .base
             .checked_add(offset as usize)
@@ -80,22 +115,19 @@ impl sframe::Reader for UserReader {
     }
 }
 
-/// Opens `s` for reading from user memory through `mem`. Only sections
-/// for this architecture's ABI are unwound with.
-pub(crate) fn open(
+/// Opens `s` for reading through `reader`, to validate it at registration.
+/// Only sections for this architecture's ABI, with the return address
+/// where its ABI puts it, are unwound with.
+pub(crate) fn open<'a>(
     s: &Section,
-    mem: UserMem,
-) -> core::result::Result<sframe::Section<UserReader>, SfError> {
-    let sec = sframe::Section::new(
-        UserReader {
-            base: s.sframe_start,
-            mem,
-        },
-        s.sframe_len,
-        s.sframe_start as u64,
-    )?;
-    match sec.header().abi {
-        sframe::Abi::Amd64 => Ok(sec),
+    reader: &'a mut UserReader,
+) -> core::result::Result<sframe::Section<&'a mut UserReader>, SfError> {
+    let sec = sframe::Section::new(reader, s.sframe_len, s.sframe_start as u64)?;
+    let hdr = sec.header();
+    match hdr.abi {
+        // x86-64 `call` pushes the return address just below the CFA; a
+        // section that says otherwise is not for this ABI.
+        sframe::Abi::Amd64 if hdr.fixed_ra_offset() == Some(-8) => Ok(sec),
         abi => Err(SfError::UnsupportedAbi(abi.raw())),
     }
 }
@@ -110,8 +142,7 @@ pub(crate) enum Rule {
 
 /// Translates an SFrame row into the generic step's frame rule, or `None`
 /// if the row needs more than it can express (a CFA or register rule based
-/// on a register other than SP and FP, or a dereferenced CFA): the
-/// frame-pointer rule then gets its chance.
+/// on a register other than SP and FP, or a dereferenced CFA).
 pub(crate) fn rule(row: &Row) -> Option<Rule> {
     if row.outermost || row.ra == RegRule::Undefined {
         return Some(Rule::Outermost);
@@ -140,6 +171,13 @@ pub(crate) fn rule(row: &Row) -> Option<Rule> {
         use_fp,
         outermost: false,
     }))
+}
+
+/// Does the function of `row` keep a frame pointer at this point (CFA based
+/// on FP, the caller's FP saved)? Then the frame-pointer rule finds its
+/// caller even where the row itself cannot be expressed.
+fn keeps_fp(row: &Row) -> bool {
+    row.cfa.base == Base::Fp && matches!(row.fp, RegRule::CfaOffset(_))
 }
 
 /// What one step did.
@@ -189,10 +227,13 @@ fn unwind_signal_frame(state: &mut bindings::unwind_user_state, mem: UserMem) ->
 /// One SFrame step for the current task: describes the frame at
 /// `state->ip` in `frame`, or steps over a signal frame.
 ///
-/// Returns `ENOENT` when no section covers the IP (the caller falls back to
-/// the frame-pointer rule for this frame), `EINVAL` when the row cannot be
-/// expressed or the section turned out malformed (the registration is then
-/// dropped), `EFAULT` when the section could not be read.
+/// Returns `ENOENT` when no section covers the IP, or when the row cannot be
+/// expressed but says the function keeps a frame pointer: the caller falls
+/// back to the frame-pointer rule for this frame. Any other error ends the
+/// walk, since the code was built without frame pointers: `EINVAL` when
+/// the row cannot be expressed or the section turned out malformed (the
+/// registration is then dropped), `EFAULT` when the section could not be
+/// read, `E2BIG` when the walk has read as much of its sections as it may.
 pub(crate) fn next(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
@@ -216,17 +257,49 @@ pub(crate) fn next(
     // The row for `pc`, or `None` when no section describes it.
     let row = match mm.lookup(pc) {
         None => None,
-        Some((section, fdes)) => {
-            match open(&section, mem).and_then(|mut s| s.find_in(pc as u64, fdes.lo, fdes.hi)) {
+        Some(Found { fde: None, .. }) => None,
+        Some(
+            found @ Found {
+                fde: Some((i, fde)),
+                ..
+            },
+        ) => {
+            let walk_max = if state.nofault {
+                WALK_BYTES_NOFAULT
+            } else {
+                WALK_BYTES
+            };
+            let allowance = walk_max.saturating_sub(state.sframe_bytes).min(FRAME_BYTES);
+            let mut reader = UserReader::new(&found.section, mem, allowance);
+            // The header and the FDE as registration validated them; only
+            // the function's rows are read, each checked as it is.
+            let r = fde
+                .unpack(found.header.version, found.section.text_start as u64, i)
+                .and_then(|fde| {
+                    let s = &found.section;
+                    sframe::Section::with_header(
+                        &mut reader,
+                        s.sframe_len,
+                        s.sframe_start as u64,
+                        found.header,
+                    )?
+                    .find_row(&fde, pc as u64)
+                });
+            state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
+            match r {
                 Ok(row) => Some(row),
                 Err(SfError::NotCovered) => None,
+                Err(_) if reader.exhausted => {
+                    Counters::inc(&c.errors);
+                    return Err(E2BIG);
+                }
                 Err(e) => {
                     if e.is_malformed() {
                         Counters::inc(&c.errors);
-                        mm.mark_dead(&section);
+                        mm.mark_dead(&found);
                         pr_debug!(
                             "dropped section at {:#x}: {}\n",
-                            section.sframe_start,
+                            found.section.sframe_start,
                             e.name()
                         );
                         return Err(EINVAL);
@@ -251,7 +324,7 @@ pub(crate) fn next(
             Counters::inc(&c.nofault_frames);
         }
     };
-    match row.filter(|r| !r.signal_frame).and_then(|r| rule(&r)) {
+    match row.as_ref().filter(|r| !r.signal_frame).and_then(rule) {
         Some(Rule::Frame(f)) => {
             unwound(state);
             *frame = f;
@@ -265,14 +338,23 @@ pub(crate) fn next(
         // A signal frame: marked as such (V3), or a return address that is
         // the trampoline (which distribution libcs ship without SFrame, and
         // which may sit in a registered text that has no FDE for it).
-        None if row.is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem) => {
+        None if row.as_ref().is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem) => {
             unwind_signal_frame(state, mem)?;
             unwound(state);
             Ok(Step::Signal)
         }
-        None => {
+        // Nothing describes the frame, or its row cannot be expressed but
+        // has the CFA on a frame pointer the function set up: the
+        // frame-pointer rule gets the frame.
+        None if row.as_ref().is_none_or(keeps_fp) => {
             Counters::inc(&c.fp_fallbacks);
             Err(ENOENT)
+        }
+        // A row the step cannot express for code without a frame pointer:
+        // the walk ends rather than guess.
+        None => {
+            Counters::inc(&c.errors);
+            Err(EINVAL)
         }
     }
 }

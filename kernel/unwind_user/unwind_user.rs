@@ -18,7 +18,7 @@
 
 use kernel::{
     bindings,
-    error::code::{E2BIG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM},
+    error::code::{E2BIG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM, ERANGE},
     ffi::{c_int, c_long, c_ulong},
     mm::virt::VmaRef,
     prelude::*,
@@ -32,7 +32,7 @@ const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 mod registry;
 mod step;
 
-use registry::{BlockIndex, Section, SframeMm, MAX_SECTION_SIZE};
+use registry::{Fdes, Section, SframeMm, MAX_SECTION_SIZE};
 
 /// Maps a decoder error found while validating a section to an errno:
 /// `EFAULT` (unreadable), `EOPNOTSUPP` (a version, ABI or byte order this
@@ -113,6 +113,11 @@ unsafe fn in_one_vma(mm: *mut bindings::mm_struct, start: usize, end: usize, fla
 fn add_section(s: Section) -> Result {
     let task = kernel::current!();
     let mm = task.mm().ok_or(EINVAL)?.as_raw();
+    // The step unwinds 64-bit code only (8-byte words, the 64-bit ucontext).
+    // SAFETY: Reads the current task's syscall state; no preconditions.
+    if unsafe { bindings::in_compat_syscall() } {
+        return Err(eopnotsupp());
+    }
     if s.text_start >= s.text_end || s.sframe_len == 0 {
         return Err(refuse("empty range", &s, EINVAL));
     }
@@ -123,8 +128,9 @@ fn add_section(s: Section) -> Result {
     // Validate once, in full, before taking the mmap lock: the reads may
     // fault, and the fault handler needs that lock. The bytes may change
     // afterwards; every unwind checks them again.
-    let mut sec = step::open(&s, step::UserMem::Faultable)
-        .map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
+    let mut reader = step::UserReader::new(&s, step::UserMem::Faultable, u32::MAX);
+    let mut sec =
+        step::open(&s, &mut reader).map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
     // FDEs out of address order in a section that does not claim to be
     // sorted (ld.lld with several text sections) are valid SFrame that this
     // unwinder, like libsframe, does not support; claiming it is malformed.
@@ -136,15 +142,25 @@ fn add_section(s: Section) -> Result {
         };
         refuse(e.name(), &s, errno)
     })?;
-    // The lookup index, from the section just validated (FDEs in order).
-    let index = BlockIndex::new(
-        s.text_end - s.text_start,
+    // What the unwinds use instead of reading it again: the header and the
+    // FDEs just validated (in address order), packed relative to the text.
+    // Every function must lie in the text: a section built for other code,
+    // or copied away from its text (its addresses are PC-relative), would
+    // otherwise be accepted and describe nothing there.
+    let text_start = s.text_start as u64;
+    let text_len = (s.text_end - s.text_start) as u64;
+    let header = *sec.header();
+    let fdes = Fdes::new(
+        header,
         (0..sec.num_fdes()).map(|i| {
             let fde = sec.fde(i).map_err(|e| validation_errno(&e))?;
-            Ok(fde.func_end().saturating_sub(s.text_start as u64))
+            match fde.pack(text_start) {
+                Some(p) if p.end() <= text_len => Ok(p),
+                _ => Err(ERANGE),
+            }
         }),
     )
-    .map_err(|e| refuse("index", &s, e))?;
+    .map_err(|e| refuse("function outside the text, or table", &s, e))?;
 
     let _lock = MmapWriteGuard::lock(mm)?;
     let sframe_end = s.sframe_start + s.sframe_len as usize;
@@ -159,7 +175,7 @@ fn add_section(s: Section) -> Result {
     // SAFETY: As above.
     let state = unsafe { SframeMm::get_or_create(mm) }?;
     state
-        .add(s, Some(index))
+        .add(s, fdes)
         .map_err(|e| refuse("limit or overlap", &s, e))
 }
 
@@ -193,11 +209,15 @@ pub extern "C" fn sframe_add_section(
 }
 
 /// Reads a size-versioned struct of `N` known bytes from `ptr`, `size`
-/// bytes long: shorter than `N` is `EINVAL`, and so is a non-zero byte
-/// past the known fields (a newer ABI this kernel does not know).
+/// bytes long, as `copy_struct_from_user()` does for clone3() and openat2():
+/// shorter than `N` is `EINVAL`; larger than a page, or a non-zero byte past
+/// the known fields (a newer ABI this kernel does not know), is `E2BIG`.
 fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong) -> Result<[u8; N]> {
-    if !(N..=kernel::page::PAGE_SIZE).contains(&size) {
+    if size < N {
         return Err(EINVAL);
+    }
+    if size > kernel::page::PAGE_SIZE {
+        return Err(E2BIG);
     }
     let mut r = UserSlice::new(UserPtr::from_addr(ptr), size).reader();
     let mut buf = [0u8; N];
@@ -208,7 +228,7 @@ fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong) -> Result<[u8; N]
         let chunk = tail.get_mut(..n).ok_or(EINVAL)?;
         r.read_slice(chunk)?;
         if chunk.iter().any(|&b| b != 0) {
-            return Err(EINVAL);
+            return Err(E2BIG);
         }
     }
     Ok(buf)
@@ -346,8 +366,10 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     }
 }
 
-/// Copies the registrations of `oldmm` into `mm` at fork. `dup_mmap()` holds
-/// both mmap write locks.
+/// Copies the registrations of `oldmm` into `mm` at fork, once `dup_mmap()`
+/// has copied every VMA (with both mmap write locks held): those whose text
+/// or section was not copied (`VM_DONTCOPY`) stay behind. On failure,
+/// `dup_mmap()` tears the new mm down as for any other.
 ///
 /// # Safety
 ///
@@ -361,8 +383,21 @@ pub unsafe extern "C" fn sframe_mm_dup(
     let Some(old) = (unsafe { SframeMm::get(oldmm) }) else {
         return 0;
     };
+    // Both ends of the text and of the section were copied (a VMA split
+    // since registration, by mprotect() say, is no reason to drop it).
+    let mapped = |s: &Section| {
+        let sframe_last = s
+            .sframe_start
+            .saturating_add((s.sframe_len as usize).saturating_sub(1));
+        let text_last = s.text_end.saturating_sub(1);
+        [s.text_start, text_last, s.sframe_start, sframe_last]
+            .into_iter()
+            // SAFETY: `mm` is live and its mmap write lock held (the
+            // caller's contract).
+            .all(|addr| !unsafe { bindings::vma_lookup(mm, addr) }.is_null())
+    };
     // SAFETY: The caller's contract.
-    let r = unsafe { SframeMm::get_or_create(mm) }.and_then(|new| old.copy_to(new));
+    let r = unsafe { SframeMm::get_or_create(mm) }.and_then(|new| old.copy_to(new, mapped));
     match r {
         Ok(()) => 0,
         Err(_) => ENOMEM.to_errno(),
@@ -411,17 +446,29 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 
 #[kunit_tests(unwind_user_sframe)]
 mod tests {
-    use super::registry::{BlockIndex, FdeRange, Section, SframeMm, MAX_SECTIONS};
+    use super::registry::{Fdes, Section, SframeMm, MAX_SECTIONS};
     use super::step::{rule, Rule};
     use kernel::{
-        error::code::{E2BIG, EEXIST, ENOENT},
+        error::code::{EEXIST, EINVAL, ENOENT, ENOSPC},
         prelude::*,
+        sync::Arc,
     };
     use sframe::{Base, CfaRule, RegRule};
 
-    /// The registration covering `pc`, without the search range.
+    /// The registration covering `pc`.
     fn at(mm: &SframeMm, pc: usize) -> Option<Section> {
-        mm.lookup(pc).map(|(s, _)| s)
+        mm.lookup(pc).map(|f| f.section)
+    }
+
+    /// The header of [`SECTION`].
+    fn header() -> Result<sframe::Header> {
+        let s = sframe::Section::new(&SECTION[..], SECTION.len() as u32, 0x10000);
+        s.map(|s| *s.header()).map_err(|_| EINVAL)
+    }
+
+    /// A table without functions, for registry tests.
+    fn none() -> Result<Arc<Fdes>> {
+        Fdes::new(header()?, core::iter::empty())
     }
 
     fn sec(text_start: usize, len: usize) -> Section {
@@ -436,9 +483,9 @@ mod tests {
     #[test]
     fn registry_add_lookup_remove() -> Result {
         let mm = SframeMm::new()?;
-        mm.add(sec(0x3000, 0x1000), None)?;
-        mm.add(sec(0x1000, 0x1000), None)?;
-        mm.add(sec(0x5000, 0x100), None)?;
+        mm.add(sec(0x3000, 0x1000), none()?)?;
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.add(sec(0x5000, 0x100), none()?)?;
         assert_eq!(mm.len(), 3);
         assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
         assert_eq!(at(&mm, 0x1fff), Some(sec(0x1000, 0x1000)));
@@ -448,10 +495,10 @@ mod tests {
         assert_eq!(at(&mm, 0x5100), None);
         assert_eq!(at(&mm, 0), None);
         // Overlap at either end, or containing another, is refused.
-        assert_eq!(mm.add(sec(0x1fff, 2), None), Err(EEXIST));
-        assert_eq!(mm.add(sec(0x0, 0x1001), None), Err(EEXIST));
-        assert_eq!(mm.add(sec(0x2800, 0x4000), None), Err(EEXIST));
-        mm.add(sec(0x2000, 0x1000), None)?;
+        assert_eq!(mm.add(sec(0x1fff, 2), none()?), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x0, 0x1001), none()?), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x2800, 0x4000), none()?), Err(EEXIST));
+        mm.add(sec(0x2000, 0x1000), none()?)?;
         assert_eq!(mm.remove(0x2800), Err(ENOENT));
         mm.remove(0x2000)?;
         assert_eq!(mm.remove(0x2000), Err(ENOENT));
@@ -464,14 +511,14 @@ mod tests {
     fn registry_limit() -> Result {
         let mm = SframeMm::new()?;
         for i in 0..MAX_SECTIONS {
-            mm.add(sec(0x1000 * (i + 1), 0x1000), None)?;
+            mm.add(sec(0x1000 * (i + 1), 0x1000), none()?)?;
         }
         assert_eq!(
-            mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), None),
-            Err(E2BIG)
+            mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), none()?),
+            Err(ENOSPC)
         );
         mm.remove(0x1000)?;
-        mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), None)?;
+        mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), none()?)?;
         assert_eq!(mm.len(), MAX_SECTIONS);
         Ok(())
     }
@@ -479,9 +526,9 @@ mod tests {
     #[test]
     fn registry_unmap_and_dead() -> Result {
         let mm = SframeMm::new()?;
-        mm.add(sec(0x1000, 0x1000), None)?;
-        mm.add(sec(0x3000, 0x1000), None)?;
-        mm.add(sec(0x5000, 0x1000), None)?;
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.add(sec(0x3000, 0x1000), none()?)?;
+        mm.add(sec(0x5000, 0x1000), none()?)?;
         // Unmapping part of the text drops the registration...
         mm.unmap(0x3fff, 0x4000);
         assert_eq!(at(&mm, 0x3000), None);
@@ -492,39 +539,47 @@ mod tests {
         assert_eq!(mm.len(), 1);
         // A section found malformed is skipped at once, counted, and
         // pruned by the next writer.
-        mm.mark_dead(&sec(0x1000, 0x1000));
-        mm.mark_dead(&sec(0x1000, 0x1000));
+        let stale = mm.lookup(0x1000).ok_or(ENOENT)?;
+        mm.mark_dead(&stale);
+        mm.mark_dead(&stale);
         assert_eq!(at(&mm, 0x1000), None);
         assert_eq!(mm.counters.dropped.load(kernel::sync::atomic::Relaxed), 1);
-        mm.add(sec(0x1000, 0x1000), None)?;
+        mm.add(sec(0x1000, 0x1000), none()?)?;
         assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
-        // Fork copies the live registrations.
+        // A lookup of the old registration, marked late, spares the new one.
+        mm.mark_dead(&stale);
+        assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
+        // Fork copies the live registrations that the child has mapped.
+        mm.add(sec(0x8000, 0x1000), none()?)?;
         let child = SframeMm::new()?;
-        mm.copy_to(&child)?;
+        mm.copy_to(&child, |s| s.text_start != 0x8000)?;
         assert_eq!(at(&child, 0x1800), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&child, 0x8000), None);
         assert_eq!(child.len(), 1);
         Ok(())
     }
 
     #[test]
-    fn block_index_hints() -> Result {
-        // Functions [0, 0x100), [0x100, 0x180), [0x180, 0x400), [0x400, 0x410)
-        // in a 0x500-byte text: 256-byte blocks.
-        let ends = [0x100u64, 0x180, 0x400, 0x410];
-        let index = BlockIndex::new(0x500, ends.iter().map(|&e| Ok(e)))?;
+    fn fde_table_lookup() -> Result {
+        // SECTION's one function, [0x11000, 0x11020), in a text from 0x11000.
+        let mut sec_bytes = sframe::Section::new(&SECTION[..], SECTION.len() as u32, 0x10000)
+            .map_err(|_| EINVAL)?;
+        let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
+        let packed = fde.pack(0x11000).ok_or(EINVAL)?;
+        let fdes = Fdes::new(header()?, [Ok(packed)].into_iter())?;
+        assert_eq!(fdes.bytes(), 20);
         let mm = SframeMm::new()?;
-        mm.add(sec(0x10000, 0x500), Some(index))?;
-        let range = |pc| mm.lookup(pc).map(|(_, r)| r);
-        // Block 0 ([0, 0x100)) holds function 0; the next block starts with 1.
-        assert_eq!(range(0x10000), Some(FdeRange { lo: 0, hi: 2 }));
-        assert_eq!(range(0x100ff), Some(FdeRange { lo: 0, hi: 2 }));
-        // Block 1 ([0x100, 0x200)): functions 1 and 2.
-        assert_eq!(range(0x10150), Some(FdeRange { lo: 1, hi: 3 }));
-        // Blocks 2 and 3 lie inside function 2.
-        assert_eq!(range(0x10250), Some(FdeRange { lo: 2, hi: 3 }));
-        // Block 4 ([0x400, 0x500)): function 3, and the end of the table.
-        assert_eq!(range(0x10480), Some(FdeRange { lo: 3, hi: 5 }));
-        assert_eq!(range(0x10500), None);
+        mm.add(sec(0x11000, 0x100), fdes)?;
+        let fde_at = |pc| mm.lookup(pc).map(|f| f.fde);
+        assert_eq!(fde_at(0x11000), Some(Some((0, packed))));
+        assert_eq!(fde_at(0x1101f), Some(Some((0, packed))));
+        // Registered text, no function there; no registration.
+        assert_eq!(fde_at(0x11020), Some(None));
+        assert_eq!(fde_at(0x11100), None);
+        // What the lookup kept unpacks to the FDE the section gave.
+        let found = mm.lookup(0x11010).ok_or(ENOENT)?;
+        let (i, p) = found.fde.ok_or(ENOENT)?;
+        assert_eq!(p.unpack(found.header.version, 0x11000, i), Ok(fde));
         Ok(())
     }
 
@@ -612,8 +667,9 @@ mod tests {
         assert_eq!(f(&mut s, 0x11010), Some((16, -8, -16, true)));
         assert_eq!(f(&mut s, 0x1101f), Some((8, -8, 0, false)));
         assert_eq!(s.find(0x11020), Err(sframe::Error::NotCovered));
-        // With the search limited to the one FDE.
-        assert_eq!(s.find_in(0x11010, 0, 1), s.find(0x11010));
+        // Given its FDE, as the registry keeps it.
+        let row = s.fde(0).and_then(|fde| s.find_row(&fde, 0x11010));
+        assert_eq!(row, s.find(0x11010));
         assert_eq!(s.find(0x10fff), Err(sframe::Error::NotCovered));
         // Every truncation is refused or found malformed, never a panic.
         for len in 0..SECTION.len() {

@@ -155,18 +155,30 @@ TEST_F(jit, unwind_register_unregister)
 }
 
 /*
- * The registered text range, not the section, decides what SFrame covers:
- * a registration that ends where jit_c starts leaves jit_c to the
- * frame-pointer rule (which then skips jit_b: jit_c keeps no frame
- * pointer), while stacks that start in jit_b or jit_a stay complete.
+ * A registration covers its text only: one that ends where jit_c starts,
+ * with a section for jit_a and jit_b, leaves jit_c to the frame-pointer
+ * rule (which then skips jit_b: jit_c keeps no frame pointer), while
+ * stacks that start in jit_b or jit_a stay complete. With jit_c in the
+ * section too, the registration is refused: a section may not describe
+ * code outside its text.
  */
 TEST_F(jit, text_range_bounds_coverage)
 {
 	static const char *const c_b[] = { "jit_c", "jit_b" };
+	struct sfg_func f[JIT_NR_FUNCS];
 	struct phase p;
 	struct tally in_c, in_ab;
+	ssize_t len;
 
 	self->j.reg.text_size = self->j.fn[JIT_C].start - self->j.reg.text_start;
+	EXPECT_EQ(-ERANGE, jit_register(&self->j));
+	jit_funcs(&self->j, f);
+	ASSERT_LT(self->j.fn[JIT_A].start, self->j.fn[JIT_C].start);
+	ASSERT_LT(self->j.fn[JIT_B].start, self->j.fn[JIT_C].start);
+	len = sfg_write(self->j.sec, self->j.page, (uintptr_t)self->j.sec,
+			self->j.opts, f, JIT_C, NULL);
+	ASSERT_LT(0, len);
+	self->j.reg.sframe_size = len;
 	ASSERT_EQ(0, jit_register(&self->j));
 	ASSERT_EQ(0, sample_phase(&self->j, &p, "text up to jit_c", 0));
 	in_c = chain_check(&stacks, c_b, 2, NULL, 0);

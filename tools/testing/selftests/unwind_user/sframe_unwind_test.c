@@ -187,10 +187,11 @@ TEST_F(unwind, fallback_and_reregister)
  * (perf_callchain_user(), IRQ or NMI context): SFrame is used there too,
  * with reads that never fault. A read that would fault (a section page not
  * mapped yet: this test runs in a child of fork(), which does not inherit
- * the page tables of file mappings) leaves that frame to frame pointers,
- * counted in nofault_faults, and asks for one deferred unwind that faults
- * the page in for the next samples. Every incomplete stack must be one of
- * those; the others are complete.
+ * the page tables of file mappings) ends that stack there, counted in
+ * nofault_faults, and asks for one deferred unwind that faults the page in
+ * for the next samples. Every incomplete stack must be one of those, and
+ * truncated, never continued with frame pointers (this code has none: the
+ * callers %rbp would give are wrong ones); the others are complete.
  */
 static void sample_time_check(struct __test_metadata *_metadata,
 			      void (*work)(void *), void *arg, int min_faults)
@@ -205,10 +206,11 @@ static void sample_time_check(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, err);
 	ASSERT_EQ(0, unwind_query(&after));
 	faults = after.nofault_faults - before.nofault_faults;
-	printf("# in chain %d, complete %d, incomplete %d; nofault_frames +%llu nofault_faults +%llu\n",
-	       t.in_chain, t.complete, t.wrong,
+	printf("# in chain %d, complete %d, incomplete %d (with a wrong caller %d); nofault_frames +%llu nofault_faults +%llu\n",
+	       t.in_chain, t.complete, t.wrong, t.invented,
 	       after.nofault_frames - before.nofault_frames, faults);
 	ASSERT_GE(t.in_chain, 20);
+	EXPECT_EQ(0, t.invented);
 	EXPECT_LE(t.wrong, faults);
 	EXPECT_GE(faults, min_faults);
 	/* The pages come back: most stacks find them resident. */

@@ -337,7 +337,7 @@ int stack_matches(const struct ustack *st, const char *const *names, int n)
 				return 0;
 			s = sym_name(st->ip[i + k]);
 			if (!s || strcmp(s, names[k]))
-				return 0;
+				return -2;
 		}
 		return 1;
 	}
@@ -391,9 +391,11 @@ struct tally chain_check(const struct stacks *s, const char *const *chain,
 				break;
 			}
 		}
-		if (r < 0)
+		if (r == -1)
 			continue;
 		t.in_chain++;
+		if (r == -2)
+			t.invented++;
 		if (r == 1 && (!root || stack_has(st, root))) {
 			t.complete++;
 		} else {

@@ -87,8 +87,9 @@ static inline long unwind_prctl(unsigned long op, unsigned long a3,
 /*
  * Does @st, read from the top, contain the frames @names in order starting
  * at its first frame whose symbol is @names[0]? Returns 1 if it has all of
- * them in sequence, 0 if a frame after the first differs, -1 if no frame is
- * @names[0].
+ * them in sequence, 0 if it ends before the last (truncated), -2 if a frame
+ * after the first differs (a caller that is not the caller), -1 if no frame
+ * is @names[0].
  */
 int stack_matches(const struct ustack *st, const char *const *names, int n);
 
@@ -102,6 +103,7 @@ struct tally {
 	int in_chain;	/* stacks whose first frame is in the chain */
 	int complete;	/* of those, right to the chain's end and @root */
 	int wrong;	/* the others */
+	int invented;	/* of those, with a frame that is not the next caller */
 };
 
 /*

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Allocation failures in every path that touches the SFrame registry, with
+ * sections registered: fork, exec, registration, unregistration and munmap.
+ * Each test walks /proc/thread-self/fail-nth from 1 upwards, so that the
+ * first, second, ... allocation (slab or page) of the call fails, until a
+ * call runs without meeting an injection point. Each failure must give a
+ * clean error, leave the registry as it was before the call or as after
+ * it, and leave the process working; the harness checks the kernel log.
+ *
+ * Needs CONFIG_FAULT_INJECTION, CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC and
+ * CONFIG_FAULT_INJECTION_DEBUG_FS, debugfs at /sys/kernel/debug, and root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "unwind_user_test.h"
+#include "jit_code.h"
+
+#define DEBUGFS		"/sys/kernel/debug"
+/* More injection points than any of these calls has. */
+#define MAX_NTH		2000
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -EIO;
+}
+
+/*
+ * Make fail-nth fail sleeping allocations of any order too (the defaults
+ * spare them), quietly: a stack dump per injected failure would drown the
+ * kernel log the harness reads.
+ */
+static int fault_injection_setup(void)
+{
+	static const char *const knobs[][2] = {
+		{ DEBUGFS "/failslab/ignore-gfp-wait", "N" },
+		{ DEBUGFS "/failslab/verbose", "0" },
+		{ DEBUGFS "/fail_page_alloc/ignore-gfp-wait", "N" },
+		{ DEBUGFS "/fail_page_alloc/ignore-gfp-highmem", "N" },
+		{ DEBUGFS "/fail_page_alloc/min-order", "0" },
+		{ DEBUGFS "/fail_page_alloc/verbose", "0" },
+	};
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
+		err = write_str(knobs[i][0], knobs[i][1]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* fail-nth of this thread, opened once. */
+static int nth_fd = -1;
+
+/* The @n-th injection point of this thread from now fails. */
+static int fail_nth(unsigned int n)
+{
+	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%u", n);
+
+	return pwrite(nth_fd, buf, len, 0) == len ? 0 : -errno;
+}
+
+/*
+ * After the call: did the failure happen? fail-nth reads 0 once it has
+ * been injected, the count still to go otherwise; writing 0 disarms it.
+ */
+static bool fail_nth_hit(void)
+{
+	char buf[16] = "";
+	bool hit;
+
+	if (pread(nth_fd, buf, sizeof(buf) - 1, 0) <= 0)
+		return false;
+	hit = atoi(buf) == 0;
+	fail_nth(0);
+	return hit;
+}
+
+FIXTURE(fault) {
+	struct unwind_user_sframe exe;	/* this program's section */
+	struct jit j;
+};
+
+FIXTURE_SETUP(fault)
+{
+	struct unwind_user_info info;
+	int err;
+
+	if (getuid())
+		SKIP(return, "needs root for debugfs");
+	err = fault_injection_setup();
+	if (err)
+		SKIP(return, "no fault injection (%s): CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS",
+		     strerror(-err));
+	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (nth_fd < 0)
+		SKIP(return, "no /proc/thread-self/fail-nth");
+	ASSERT_EQ(0, sym_init());
+	ASSERT_EQ(0, self_sframe(&self->exe));
+	ASSERT_EQ(0, unwind_query(&info));
+	/* Registered at exec, or by self_sframe() without PT_GNU_SFRAME. */
+	ASSERT_GE(info.nr_sections, 1);
+	ASSERT_EQ(0, jit_build(&self->j, jit_spin, 1, 0));
+	ASSERT_EQ(0, jit_register(&self->j));
+}
+
+FIXTURE_TEARDOWN(fault)
+{
+	if (nth_fd >= 0) {
+		fail_nth(0);
+		close(nth_fd);
+		nth_fd = -1;
+	}
+}
+
+static unsigned long long nr_sections(void)
+{
+	struct unwind_user_info info = {};
+
+	return unwind_query(&info) ? ~0ull : info.nr_sections;
+}
+
+/*
+ * Fork with the n-th allocation failing, for every n: fork either fails
+ * with ENOMEM (or EAGAIN) and the parent keeps its registry and its memory,
+ * or succeeds and the child has the registrations (it checks and runs the
+ * JIT code, which must still be mapped).
+ */
+TEST_F(fault, fork)
+{
+	unsigned long long before = nr_sections();
+	unsigned int n, failed = 0;
+
+	for (n = 1; n < MAX_NTH; n++) {
+		pid_t pid;
+		int status, hit;
+
+		ASSERT_EQ(0, fail_nth(n));
+		pid = fork();
+		if (pid == 0) {
+			/* (fork gives the child a disarmed fail-nth) */
+			if (nr_sections() != before)
+				_exit(2);
+			self->j.entry();
+			_exit(0);
+		}
+		hit = fail_nth_hit();
+		if (pid < 0) {
+			ASSERT_TRUE(errno == ENOMEM || errno == EAGAIN);
+			ASSERT_TRUE(hit);
+			failed++;
+		} else {
+			ASSERT_EQ(pid, waitpid(pid, &status, 0));
+			ASSERT_TRUE(WIFEXITED(status));
+			ASSERT_EQ(0, WEXITSTATUS(status));
+		}
+		/* The parent's address space and registry are intact. */
+		ASSERT_EQ(before, nr_sections());
+		self->j.entry();
+		if (!hit)
+			break;
+	}
+	printf("# fork: %u injection points, %u forks failed cleanly\n", n - 1, failed);
+	ASSERT_LT(n, MAX_NTH);
+	EXPECT_GT(n, 1);
+}
+
+/*
+ * exec of a program with a section (this one) with the n-th allocation
+ * failing: exec fails cleanly or succeeds; a registration refused at exec
+ * never fails the exec itself. The new program tells by its exit status
+ * whether it met the failure (fail-nth survives exec) and has a section.
+ */
+enum exec_child_status {
+	EXEC_CLEAN = 0,		/* no failure met, section registered */
+	EXEC_FAILED = 1,	/* exec itself failed, from the injection */
+	EXEC_NO_SECTION = 4,	/* no failure met, but no section: a bug */
+	EXEC_HIT = 5,		/* failure met, section registered */
+	EXEC_HIT_NO_SECTION = 6,/* failure met, registration refused */
+};
+/*
+ * The new program may also meet the failure in its own start-up (libc's
+ * TLS setup, say) or when it opens fail-nth, and exit or die of it: that
+ * is user space's business; the kernel log is checked by the harness.
+ */
+
+TEST_F(fault, exec)
+{
+	unsigned int n, failed = 0, died = 0;
+
+	for (n = 1; n < MAX_NTH; n++) {
+		int status, pipefd[2];
+		char r = 0;
+		pid_t pid;
+
+		ASSERT_EQ(0, pipe(pipefd));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			char *argv[] = { "sframe_fault_test", "--exec-child", NULL };
+
+			close(pipefd[0]);
+			dup2(pipefd[1], 3);
+			/* The inherited file is the parent thread's. */
+			close(nth_fd);
+			nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+			if (nth_fd < 0 || fail_nth(n))
+				_exit(3);
+			execv("/proc/self/exe", argv);
+			/* exec failed: did the injection cause it? */
+			r = fail_nth_hit() ? 'f' : 'e';
+			if (write(3, &r, 1) != 1)
+				_exit(3);
+			_exit(EXEC_FAILED);
+		}
+		close(pipefd[1]);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		if (read(pipefd[0], &r, 1) != 1)
+			r = 0;
+		close(pipefd[0]);
+		if (!WIFEXITED(status)) {
+			died++;
+			continue;
+		}
+		status = WEXITSTATUS(status);
+		if (status == EXEC_FAILED) {
+			ASSERT_EQ('f', r);
+			failed++;
+			continue;
+		}
+		/* Without a failure, the exec registers the section. */
+		ASSERT_NE(EXEC_NO_SECTION, status);
+		if (status == EXEC_CLEAN)
+			break;
+	}
+	printf("# exec: %u injection points, %u execs failed cleanly, %u new programs died of a failure in their start-up\n",
+	       n - 1, failed, died);
+	ASSERT_LT(n, MAX_NTH);
+}
+
+/*
+ * Registration and unregistration through prctl: each fails with ENOMEM
+ * and changes nothing, or succeeds.
+ */
+TEST_F(fault, register_unregister)
+{
+	unsigned long long before = nr_sections();
+	unsigned int n, reg_fail = 0, unreg_fail = 0;
+	long ret;
+
+	ASSERT_EQ(0, jit_unregister(&self->j));
+	for (n = 1; n < MAX_NTH; n++) {
+		ASSERT_EQ(0, fail_nth(n));
+		ret = jit_register(&self->j);
+		if (!fail_nth_hit()) {
+			ASSERT_EQ(0, ret);
+			break;
+		}
+		if (ret) {
+			ASSERT_EQ(-ENOMEM, ret);
+			ASSERT_EQ(before - 1, nr_sections());
+			reg_fail++;
+		} else {
+			ASSERT_EQ(before, nr_sections());
+			ASSERT_EQ(0, jit_unregister(&self->j));
+		}
+	}
+	printf("# register: %u injection points, %u failed cleanly\n", n - 1, reg_fail);
+	ASSERT_LT(n, MAX_NTH);
+	ASSERT_EQ(before, nr_sections());
+
+	for (n = 1; n < MAX_NTH; n++) {
+		bool hit;
+
+		ASSERT_EQ(0, fail_nth(n));
+		ret = jit_unregister(&self->j);
+		hit = fail_nth_hit();
+		if (ret) {
+			ASSERT_EQ(-ENOMEM, ret);
+			ASSERT_TRUE(hit);
+			ASSERT_EQ(before, nr_sections());
+			unreg_fail++;
+			continue;
+		}
+		ASSERT_EQ(before - 1, nr_sections());
+		if (!hit)
+			break;
+		ASSERT_EQ(0, jit_register(&self->j));
+	}
+	printf("# unregister: %u injection points, %u failed cleanly\n", n - 1, unreg_fail);
+	ASSERT_LT(n, MAX_NTH);
+}
+
+/*
+ * munmap of the registered text with the n-th allocation failing: the
+ * registration goes whether or not munmap itself succeeds in full, or
+ * stays with its text; never a registration without its text.
+ */
+TEST_F(fault, munmap)
+{
+	unsigned long long before = nr_sections();
+	unsigned int n;
+
+	for (n = 1; n < MAX_NTH; n++) {
+		int ret;
+		bool hit;
+
+		/* Unmap the text page (the JIT window's first VMA). */
+		ASSERT_EQ(0, fail_nth(n));
+		ret = munmap(self->j.text, self->j.page);
+		hit = fail_nth_hit();
+		if (ret) {
+			ASSERT_EQ(ENOMEM, errno);
+			ASSERT_TRUE(hit);
+			/* Nothing unmapped: the registration may stay. */
+			ASSERT_TRUE(nr_sections() == before || nr_sections() == before - 1);
+		} else {
+			ASSERT_EQ(before - 1, nr_sections());
+		}
+		jit_free(&self->j);
+		ASSERT_EQ(0, jit_build(&self->j, jit_spin, 1, 0));
+		if (nr_sections() == before - 1)
+			ASSERT_EQ(0, jit_register(&self->j));
+		ASSERT_EQ(before, nr_sections());
+		if (!ret && !hit)
+			break;
+	}
+	printf("# munmap: %u injection points\n", n - 1);
+	ASSERT_LT(n, MAX_NTH);
+}
+
+int main(int argc, char **argv)
+{
+	/* The exec test's new program (enum exec_child_status). */
+	if (argc > 1 && !strcmp(argv[1], "--exec-child")) {
+		struct unwind_user_info info = {};
+		bool section;
+
+		section = !unwind_query(&info) && info.nr_sections;
+		nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+		if (nth_fd < 0)	/* the failure met open() */
+			return section ? EXEC_HIT : EXEC_HIT_NO_SECTION;
+		if (fail_nth_hit())
+			return section ? EXEC_HIT : EXEC_HIT_NO_SECTION;
+		return section ? EXEC_CLEAN : EXEC_NO_SECTION;
+	}
+	return test_harness_run(argc, argv);
+}

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What a profiled process can make the sample-time walk do: the worst
+ * section it can build is one function with 65535 rows, whose every lookup
+ * near its end walks all of them (rows have variable sizes: no search but
+ * a linear one). A walk in perf_callchain_user(), at NMI time, must not
+ * pay for that: each frame may read at most 4 KiB of section, each walk
+ * 32 KiB (256 KiB in the deferred walk), after which the walk ends at that
+ * frame, truncated, never continued with a guess.
+ *
+ * The stack is unwound by the benchmark trigger
+ * (CONFIG_USERSPACE_UNWINDER_SFRAME_BENCH: /sys/kernel/debug/unwind_user/
+ * bench) at a write() made from inside a JIT function with such a section,
+ * and from an ordinary function for comparison; the time of each walk is
+ * printed, the frames are checked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "unwind_user_test.h"
+#include "sframe_gen.h"
+
+#define TRIGGER		"/sys/kernel/debug/unwind_user/bench"
+#define MAX_FRES	65535
+/* NOPs before the call: every one of them a row of its own. */
+#define SLED		65536
+/* sub $8,%rsp; mov $leaf,%rax; call *%rax; add $8,%rsp; ret */
+#define HUGE_SIZE	(SLED + 21)
+#define ITERS		50
+
+static int trig_fd = -1;
+static const char *trig_cmd;
+static volatile long trig_ret;
+
+/* The write the trigger unwinds from: no libc frame (libc has no SFrame). */
+__attribute__((noipa)) long raw_write(int fd, const void *buf, size_t n)
+{
+	long ret;
+
+	asm volatile("syscall"
+		     : "=a"(ret)
+		     : "0"(1L), "D"((long)fd), "S"(buf), "d"(n)
+		     : "rcx", "r11", "memory");
+	return ret;
+}
+
+__attribute__((noipa)) void leaf(void)
+{
+	trig_ret = raw_write(trig_fd, trig_cmd, strlen(trig_cmd));
+}
+
+__attribute__((noipa)) void ordinary(void)
+{
+	leaf();
+	asm volatile("");
+}
+
+struct walk {
+	unsigned long frames, ns, nips;
+	uint64_t ips[8];
+};
+
+static int read_walk(struct walk *w)
+{
+	char buf[4096], *p, *tok;
+	char name[32];
+	unsigned long iters;
+	ssize_t n = pread(trig_fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	memset(w, 0, sizeof(*w));
+	if (sscanf(buf, "unwinder %31s iterations %lu frames %lu ns %lu",
+		   name, &iters, &w->frames, &w->ns) != 4)
+		return -1;
+	p = strstr(buf, " ips");
+	if (!p)
+		return -1;
+	p += 4;
+	while ((tok = strsep(&p, " \n")) && w->nips < ARRAY_SIZE(w->ips))
+		if (*tok)
+			w->ips[w->nips++] = strtoull(tok, NULL, 16);
+	return 0;
+}
+
+FIXTURE(bound) {
+	uint8_t *text;
+	uint8_t *sec;
+	size_t sec_cap;
+	struct unwind_user_sframe reg;
+};
+
+/* The JIT function and its section: 65535 rows, all of them valid. */
+FIXTURE_SETUP(bound)
+{
+	static struct sfg_fre rows[MAX_FRES];
+	struct sfg_func f = {
+		.size = HUGE_SIZE, .nr_fres = MAX_FRES, .fres = rows,
+	};
+	uint64_t target = (uintptr_t)leaf;
+	uint8_t *c;
+	ssize_t len;
+	long r;
+	int i;
+
+	trig_fd = open(TRIGGER, O_RDWR);
+	if (trig_fd < 0)
+		SKIP(return, "no %s (CONFIG_USERSPACE_UNWINDER_SFRAME_BENCH)", TRIGGER);
+	ASSERT_EQ(0, sym_init());
+
+	self->text = mmap(NULL, HUGE_SIZE, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->text);
+	memset(self->text, 0x90, SLED);
+	c = self->text + SLED;
+	memcpy(c, "\x48\x83\xec\x08\x48\xb8", 6);
+	memcpy(c + 6, &target, 8);
+	memcpy(c + 14, "\xff\xd0\x48\x83\xc4\x08\xc3", 7);
+	ASSERT_EQ(0, mprotect(self->text, HUGE_SIZE, PROT_READ | PROT_EXEC));
+
+	/* CFA = SP + 8 on the sled, SP + 16 around the call, SP + 8 at ret. */
+	for (i = 0; i < MAX_FRES - 2; i++)
+		rows[i] = (struct sfg_fre)SFG_SP(i, 8);
+	rows[MAX_FRES - 2] = (struct sfg_fre)SFG_SP(SLED + 4, 16);
+	rows[MAX_FRES - 1] = (struct sfg_fre)SFG_SP(SLED + 20, 8);
+	f.start = (uintptr_t)self->text;
+
+	self->sec_cap = 8 * MAX_FRES + 4096;
+	self->sec = mmap(NULL, self->sec_cap, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->sec);
+	len = sfg_write(self->sec, self->sec_cap, (uintptr_t)self->sec, 0, &f, 1, NULL);
+	ASSERT_LT(0, len);
+	self->reg = (struct unwind_user_sframe){
+		.text_start = (uintptr_t)self->text, .text_size = HUGE_SIZE,
+		.sframe_start = (uintptr_t)self->sec, .sframe_size = len,
+	};
+	r = unwind_prctl(UNWIND_USER_SFRAME_REGISTER, (unsigned long)&self->reg,
+			 sizeof(self->reg), 0);
+	ASSERT_EQ(0, r);
+	printf("# one function of %d bytes, %d rows, section %zd bytes\n",
+	       HUGE_SIZE, MAX_FRES, len);
+}
+
+FIXTURE_TEARDOWN(bound)
+{
+	if (trig_fd >= 0)
+		close(trig_fd);
+}
+
+static bool in_huge(const uint8_t *text, uint64_t ip)
+{
+	return ip > (uintptr_t)text && ip <= (uintptr_t)text + HUGE_SIZE;
+}
+
+/*
+ * Unwind with @unwinder from leaf() called by the JIT function and by an
+ * ordinary one; the JIT walk ends at the JIT frame, the ordinary one
+ * reaches main.
+ */
+static void walk_both(struct __test_metadata *_metadata, FIXTURE_DATA(bound) *self,
+		      const char *unwinder)
+{
+	struct unwind_user_info before, after;
+	struct walk jit, ord;
+	char cmd[64];
+
+	/*
+	 * One faultable walk first, so that the sample-time walk finds the
+	 * pages of this program's section resident (a child of fork(), it
+	 * has no page tables for them yet; the walk would end at once).
+	 */
+	trig_cmd = "sframe 1";
+	ordinary();
+	((void (*)(void))self->text)();
+	snprintf(cmd, sizeof(cmd), "%s %d", unwinder, ITERS);
+	trig_cmd = cmd;
+
+	ordinary();
+	ASSERT_EQ((long)strlen(cmd), trig_ret);
+	ASSERT_EQ(0, read_walk(&ord));
+
+	ASSERT_EQ(0, unwind_query(&before));
+	((void (*)(void))self->text)();
+	ASSERT_EQ((long)strlen(cmd), trig_ret);
+	ASSERT_EQ(0, read_walk(&jit));
+	ASSERT_EQ(0, unwind_query(&after));
+
+	printf("# %s: ordinary stack %lu frames, %lu ns a walk; through the 65535-row function %lu frames, %lu ns a walk (%.1fx)\n",
+	       unwinder, ord.frames, ord.ns / ITERS, jit.frames, jit.ns / ITERS,
+	       (double)jit.ns / (ord.ns ? ord.ns : 1));
+	/* raw_write, leaf, ordinary, ... main. */
+	ASSERT_GE(ord.nips, 4);
+	EXPECT_STREQ("ordinary", sym_name(ord.ips[2]));
+	/* raw_write, leaf, the JIT function: there the walk ends. */
+	ASSERT_EQ(3, jit.frames);
+	EXPECT_STREQ("raw_write", sym_name(jit.ips[0]));
+	EXPECT_STREQ("leaf", sym_name(jit.ips[1]));
+	EXPECT_TRUE(in_huge(self->text, jit.ips[2]));
+	/* Each of those walks gave up at the JIT frame, counted. */
+	EXPECT_GE(after.errors - before.errors, ITERS);
+	EXPECT_EQ(after.dropped, before.dropped);
+	EXPECT_EQ(2, after.nr_sections);
+}
+
+/* The sample-time walk (perf_callchain_user()). */
+TEST_F(bound, nofault_walk_truncated)
+{
+	walk_both(_metadata, self, "sframe-nofault");
+}
+
+/* The deferred walk: the same bound a frame. */
+TEST_F(bound, deferred_walk_truncated)
+{
+	walk_both(_metadata, self, "sframe");
+}
+
+TEST_HARNESS_MAIN
