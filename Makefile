@@ -17,6 +17,8 @@
 KBUILD_DIR ?= $(HOME)/.cache/unwind-user
 SRC        := $(KBUILD_DIR)/src
 OUT        := $(KBUILD_DIR)/build
+# The production configuration (no debug checks) that make bench measures.
+OUT_PROD   := $(KBUILD_DIR)/build-prod
 GUEST      := $(KBUILD_DIR)/guest
 SERIES_DIR ?= $(KBUILD_DIR)/series
 REPO       := $(CURDIR)
@@ -26,9 +28,11 @@ BOOT_TIMEOUT ?= 900
 
 # Debian's rustc-web carries the library source the kernel build needs; the
 # rustup toolchain first in PATH does not.
-KMAKE := $(MAKE) -C $(SRC) O=$(OUT) -j$(JOBS) \
+KMAKE_ANY := $(MAKE) -C $(SRC) -j$(JOBS) \
 	RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc \
 	BINDGEN=$(HOME)/.cargo/bin/bindgen
+KMAKE := $(KMAKE_ANY) O=$(OUT)
+KMAKE_PROD := $(KMAKE_ANY) O=$(OUT_PROD)
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 # bindgen loads libclang at run time and 7.2 needs >= 17: use the one
@@ -40,7 +44,8 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .DELETE_ON_ERROR:
 
 .PHONY: check demo bench kernel boot series deps source apply config \
-	host-test selftests initramfs clean-build perf fresh-root
+	host-test selftests initramfs clean-build perf fresh-root \
+	kernel-prod bench-debug
 
 deps:
 	@harness/install-deps.sh
@@ -61,6 +66,19 @@ $(OUT)/.config: kernel/configs/unwind_user.config $(wildcard kernel/unwind_user/
 	harness/check-config.sh $(OUT)/.config kernel/configs/unwind_user.config
 
 config: apply $(OUT)/.config
+
+# The same tree, configured as users run it: the test fragment, then the
+# production one that turns the debugging off.
+$(OUT_PROD)/.config: kernel/configs/unwind_user.config kernel/configs/unwind_user_prod.config \
+		$(wildcard kernel/unwind_user/Kconfig) | apply
+	mkdir -p $(OUT_PROD)
+	$(KMAKE_PROD) tinyconfig unwind_user.config unwind_user_prod.config \
+		>$(OUT_PROD)/config.log 2>&1 || { cat $(OUT_PROD)/config.log; exit 1; }
+	harness/check-config.sh $(OUT_PROD)/.config kernel/configs/unwind_user_prod.config
+
+kernel-prod: apply $(OUT_PROD)/.config
+	$(KMAKE_PROD) bzImage
+	@echo "kernel-prod: $(OUT_PROD)/arch/x86/boot/bzImage"
 
 kernel: config
 	$(KMAKE) bzImage
@@ -90,11 +108,16 @@ demo: kernel perf
 	@demo/run-demo.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(KBUILD_DIR)/demo $(BOOT_TIMEOUT)
 
-# SFrame against frame pointers and DWARF, one boot; its own initramfs and
-# outputs, results.md in $(KBUILD_DIR)/bench.
-bench: kernel perf
+# SFrame against frame pointers and DWARF, one boot of the production
+# kernel; its own initramfs and outputs, results.md in $(KBUILD_DIR)/bench.
+# bench-debug: the same on the debug test kernel (correctness, not speed).
+bench: kernel-prod perf
+	@KSRC=$(SRC) bench/run-bench.sh $(OUT_PROD)/arch/x86/boot/bzImage \
+		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench $(BOOT_TIMEOUT) $(OUT_PROD)/vmlinux
+
+bench-debug: kernel perf
 	@KSRC=$(SRC) bench/run-bench.sh $(OUT)/arch/x86/boot/bzImage \
-		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench $(BOOT_TIMEOUT) $(OUT)/vmlinux
+		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench-debug $(BOOT_TIMEOUT) $(OUT)/vmlinux
 
 boot: kernel initramfs
 	harness/run-guest.sh $(OUT)/arch/x86/boot/bzImage $(GUEST)/initramfs.cpio.gz \
@@ -112,4 +135,4 @@ fresh-root:
 	@harness/fresh-root.sh $(REPO) $(KBUILD_DIR)/fresh-root
 
 clean-build:
-	rm -rf $(OUT) $(GUEST) $(SERIES_DIR)
+	rm -rf $(OUT) $(OUT_PROD) $(GUEST) $(SERIES_DIR)
