@@ -20,6 +20,12 @@ OUT        := $(KBUILD_DIR)/build
 # The production configuration (no debug checks) that make bench measures.
 OUT_PROD   := $(KBUILD_DIR)/build-prod
 GUEST      := $(KBUILD_DIR)/guest
+# The selftest programs of other SFrame producers, built from source.
+PRODUCERS  := $(KBUILD_DIR)/producers
+PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.c \
+	harness/producers/sframe_cxx_test.cc \
+	$(addprefix tools/testing/selftests/unwind_user/,sframe_unwind_test.c \
+		unwind_user_test.c unwind_user_test.h)
 SERIES_DIR ?= $(KBUILD_DIR)/series
 REPO       := $(CURDIR)
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
@@ -45,7 +51,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test selftests initramfs clean-build perf fresh-root \
-	kernel-prod bench-debug
+	kernel-prod bench-debug producers
 
 deps:
 	@harness/install-deps.sh
@@ -92,7 +98,16 @@ selftests: config
 	rm -rf $(GUEST)/selftests && mkdir -p $(GUEST)/selftests
 	$(MAKE) -C $(SRC)/tools/testing/selftests/unwind_user \
 		OUTPUT=$(GUEST)/selftests KHDR_INCLUDES="-isystem $(OUT)/usr/include"
-	cp harness/producers/bin/*_test $(GUEST)/selftests/
+	$(MAKE) producers
+	cp $(PRODUCERS)/*_test $(GUEST)/selftests/
+
+# The deep-chain test built by trixie's and sid's binutils and by clang-22
+# (harness/producers/build.sh); their toolchains are kept in $(KBUILD_DIR).
+producers: $(PRODUCERS)/MANIFEST
+
+$(PRODUCERS)/MANIFEST: $(PRODUCER_SRCS)
+	KBUILD_DIR=$(KBUILD_DIR) UNWIND_USER_TOOLCHAINS=$(KBUILD_DIR)/toolchains \
+		harness/producers/build.sh $(PRODUCERS)
 
 initramfs: selftests
 	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz

@@ -18,6 +18,8 @@ APT_PKGS=(
 	# Name the version so the build does not depend on what else is here;
 	# the Makefile points bindgen at it (LIBCLANG_PATH).
 	libclang1-19
+	# The selftest programs of other SFrame producers (bookworm-security).
+	clang-22 lld-22 llvm-22
 	binutils file
 )
 [ "${1:-}" = fresh-root ] && APT_PKGS+=(debootstrap)
