@@ -99,6 +99,84 @@ impl Fdes {
     }
 }
 
+/// A plain frame's rule (the return address at CFA - 8) as the rule cache
+/// keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CachedRule {
+    /// CFA = SP (or FP, with `use_fp`) + `cfa_off`.
+    pub(crate) cfa_off: i32,
+    /// The caller's FP at CFA + `fp_off`; 0: FP is not saved.
+    pub(crate) fp_off: i32,
+    /// The CFA is based on FP.
+    pub(crate) use_fp: bool,
+}
+
+/// A cache from PC to frame rule, one per [`Table`]: return addresses
+/// repeat across samples, and a hit costs neither a search nor a read of
+/// the section. A new table (any registry change) starts empty, so no
+/// entry outlives the registration it came from.
+///
+/// Each slot is one 64-bit word, read and written whole, so that readers
+/// and writers on any CPU, NMI included, never see half an entry: bit 63
+/// says the slot is used, bits 62-21 are the key (the entry's index in the
+/// table, 10 bits, and the PC's offset in its text, 32 bits), bits 20-9
+/// the CFA offset (12 bits, signed), bits 8-3 the FP offset in words (6
+/// bits, signed) and bit 1 whether the CFA is based on FP. A rule that
+/// does not fit is not cached.
+struct RuleCache([Atomic<u64>; RuleCache::SLOTS]);
+
+impl RuleCache {
+    const SLOTS: usize = 256;
+    const USED: u64 = 1 << 63;
+    const KEY_SHIFT: u32 = 21;
+    const KEY_MASK: u64 = (1 << 42) - 1;
+
+    fn new() -> Self {
+        RuleCache(core::array::from_fn(|_| Atomic::new(0)))
+    }
+
+    /// The key of the PC `off` bytes into the text of entry `entry`.
+    fn key(entry: usize, off: u64) -> Option<u64> {
+        let entry = u64::try_from(entry).ok().filter(|&e| e < 1 << 10)?;
+        Some(entry << 32 | u64::from(u32::try_from(off).ok()?))
+    }
+
+    fn slot(&self, key: u64) -> Option<&Atomic<u64>> {
+        let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
+        self.0.get(h as usize)
+    }
+
+    fn get(&self, key: u64) -> Option<CachedRule> {
+        let w = self.slot(key)?.load(Relaxed);
+        if w & Self::USED == 0 || (w >> Self::KEY_SHIFT) & Self::KEY_MASK != key {
+            return None;
+        }
+        // Sign-extend the 12- and 6-bit fields.
+        let cfa_off = (((w >> 9) as i64) << 52 >> 52) as i32;
+        let fp_words = (((w >> 3) as i64) << 58 >> 58) as i32;
+        Some(CachedRule {
+            cfa_off,
+            fp_off: fp_words * 8,
+            use_fp: w & 2 != 0,
+        })
+    }
+
+    fn put(&self, key: u64, r: CachedRule) {
+        let fits = (-2048..2048).contains(&r.cfa_off)
+            && r.fp_off % 8 == 0
+            && (-256..256).contains(&r.fp_off);
+        let Some(slot) = self.slot(key).filter(|_| fits) else {
+            return;
+        };
+        let cfa = (r.cfa_off as u64) & 0xfff;
+        let fp = ((r.fp_off / 8) as u64) & 0x3f;
+        slot.store(
+            Self::USED | key << Self::KEY_SHIFT | cfa << 9 | fp << 3 | u64::from(r.use_fp) << 1,
+            Relaxed,
+        );
+    }
+}
+
 /// What [`SframeMm::lookup`] copies out of the table for one PC.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Found {
@@ -110,6 +188,20 @@ pub(crate) struct Found {
     pub(crate) header: sframe::Header,
     /// The function containing the PC, if any: (its index, its FDE).
     pub(crate) fde: Option<(u32, sframe::PackedFde)>,
+    /// The table it was found in and the PC's key in its rule cache, for
+    /// [`SframeMm::remember`].
+    table_gen: u64,
+    cache_key: Option<u64>,
+}
+
+/// What [`SframeMm::lookup`] found for a PC.
+pub(crate) enum Lookup {
+    /// No registration covers it.
+    None,
+    /// A rule the cache had for it.
+    Cached(CachedRule),
+    /// The registration and function to read its row from.
+    Found(Found),
 }
 
 /// A table slot: the section and whether an unwind found it malformed.
@@ -135,6 +227,10 @@ struct Table {
     /// For `call_rcu()`; the table is boxed, so it does not move.
     rcu: Opaque<bindings::callback_head>,
     entries: KVVec<Entry>,
+    /// Unique in the address space, set when published: tells a reader
+    /// that the table it found a PC in is still the current one.
+    gen: u64,
+    cache: RuleCache,
 }
 
 impl Table {
@@ -168,19 +264,21 @@ impl Table {
             Table {
                 rcu: Opaque::uninit(),
                 entries,
+                gen: 0,
+                cache: RuleCache::new(),
             },
             GFP_KERNEL_ACCOUNT,
         )?)
     }
 
-    /// The live entry whose text contains `pc`.
-    fn find(&self, pc: usize) -> Option<&Entry> {
+    /// The live entry whose text contains `pc`, and its index.
+    fn find(&self, pc: usize) -> Option<(usize, &Entry)> {
         let i = self
             .entries
             .partition_point(|e| e.section.text_start <= pc)
             .checked_sub(1)?;
         let e = self.entries.get(i)?;
-        (pc < e.section.text_end && !e.dead.load(Relaxed)).then_some(e)
+        (pc < e.section.text_end && !e.dead.load(Relaxed)).then_some((i, e))
     }
 
     fn live(&self) -> impl Iterator<Item = &Entry> {
@@ -310,7 +408,8 @@ impl SframeMm {
     }
 
     /// Publishes `new`, retiring the old table after a grace period.
-    fn publish(&self, new: KBox<Table>) {
+    fn publish(&self, mut new: KBox<Table>) {
+        new.gen = self.next_id.fetch_add(1, Relaxed);
         let old = self.table.xchg(KBox::into_raw(new), Full);
         if !old.is_null() {
             // SAFETY: `old` came from `KBox::into_raw` and is no longer
@@ -402,15 +501,39 @@ impl SframeMm {
 
     /// The registration covering `pc` and the function there, copied out
     /// under RCU: no user memory is read.
-    pub(crate) fn lookup(&self, pc: usize) -> Option<Found> {
+    pub(crate) fn lookup(&self, pc: usize) -> Lookup {
         let _guard = rcu::read_lock();
-        let e = self.table()?.find(pc)?;
-        Some(Found {
+        let Some(t) = self.table() else {
+            return Lookup::None;
+        };
+        let Some((i, e)) = t.find(pc) else {
+            return Lookup::None;
+        };
+        let off = pc.wrapping_sub(e.section.text_start) as u64;
+        let cache_key = RuleCache::key(i, off);
+        if let Some(rule) = cache_key.and_then(|k| t.cache.get(k)) {
+            return Lookup::Cached(rule);
+        }
+        Lookup::Found(Found {
             section: e.section,
             id: e.id,
             header: e.fdes.header,
-            fde: e.fdes.find(pc.wrapping_sub(e.section.text_start) as u64),
+            fde: e.fdes.find(off),
+            table_gen: t.gen,
+            cache_key,
         })
+    }
+
+    /// Caches `rule` for the PC of `found`, if the table it was found in is
+    /// still the current one (else it may describe a registration that is
+    /// gone, and the new table's cache must not have it).
+    pub(crate) fn remember(&self, found: &Found, rule: CachedRule) {
+        let _guard = rcu::read_lock();
+        if let (Some(t), Some(key)) = (self.table(), found.cache_key) {
+            if t.gen == found.table_gen {
+                t.cache.put(key, rule);
+            }
+        }
     }
 
     /// Marks the registration `found` came from dead if it is still
@@ -419,7 +542,7 @@ impl SframeMm {
     /// the same place has another id and is left alone.
     pub(crate) fn mark_dead(&self, found: &Found) {
         let _guard = rcu::read_lock();
-        if let Some(e) = self.table().and_then(|t| t.find(found.section.text_start)) {
+        if let Some((_, e)) = self.table().and_then(|t| t.find(found.section.text_start)) {
             if e.id == found.id && !e.dead.xchg(true, Relaxed) {
                 Counters::inc(&self.counters.dropped);
             }

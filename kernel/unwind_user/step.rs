@@ -6,7 +6,7 @@
 //! reads the return address and saved frame pointer, checks that the stack
 //! grows and stays aligned, and advances.
 
-use crate::registry::{Counters, Found, Section, SframeMm};
+use crate::registry::{CachedRule, Counters, Found, Lookup, Section, SframeMm};
 use kernel::{
     bindings,
     error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
@@ -224,6 +224,69 @@ fn unwind_signal_frame(state: &mut bindings::unwind_user_state, mem: UserMem) ->
     Ok(())
 }
 
+/// The row of `pc` in the function `found` names, read from the section
+/// within this walk's budget; `None` if no row describes `pc`. A section
+/// found malformed is dropped.
+fn read_row(
+    mm: &SframeMm,
+    found: &Found,
+    state: &mut bindings::unwind_user_state,
+    mem: UserMem,
+    pc: usize,
+) -> Result<Option<Row>> {
+    let c = &mm.counters;
+    let Some((i, fde)) = found.fde else {
+        return Ok(None);
+    };
+    let walk_max = if state.nofault {
+        WALK_BYTES_NOFAULT
+    } else {
+        WALK_BYTES
+    };
+    let allowance = walk_max.saturating_sub(state.sframe_bytes).min(FRAME_BYTES);
+    let mut reader = UserReader::new(&found.section, mem, allowance);
+    // The header and the FDE as registration validated them; only the
+    // function's rows are read, each checked as it is.
+    let s = &found.section;
+    let r = fde
+        .unpack(found.header.version, s.text_start as u64, i)
+        .and_then(|fde| {
+            sframe::Section::with_header(
+                &mut reader,
+                s.sframe_len,
+                s.sframe_start as u64,
+                found.header,
+            )?
+            .find_row(&fde, pc as u64)
+        });
+    state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
+    match r {
+        Ok(row) => Ok(Some(row)),
+        Err(SfError::NotCovered) => Ok(None),
+        Err(_) if reader.exhausted => {
+            Counters::inc(&c.errors);
+            Err(E2BIG)
+        }
+        Err(e) if e.is_malformed() => {
+            Counters::inc(&c.errors);
+            mm.mark_dead(found);
+            pr_debug!("dropped section at {:#x}: {}\n", s.sframe_start, e.name());
+            Err(EINVAL)
+        }
+        Err(_) => {
+            // Not resident at NMI or IRQ time is no fault of the section:
+            // the pages are faulted in later.
+            if state.nofault {
+                Counters::inc(&c.nofault_faults);
+                state.prefault = true;
+            } else {
+                Counters::inc(&c.errors);
+            }
+            Err(EFAULT)
+        }
+    }
+}
+
 /// One SFrame step for the current task: describes the frame at
 /// `state->ip` in `frame`, or steps over a signal frame.
 ///
@@ -254,69 +317,6 @@ pub(crate) fn next(
     } else {
         state.ip.checked_sub(1).ok_or(ENOENT)?
     };
-    // The row for `pc`, or `None` when no section describes it.
-    let row = match mm.lookup(pc) {
-        None => None,
-        Some(Found { fde: None, .. }) => None,
-        Some(
-            found @ Found {
-                fde: Some((i, fde)),
-                ..
-            },
-        ) => {
-            let walk_max = if state.nofault {
-                WALK_BYTES_NOFAULT
-            } else {
-                WALK_BYTES
-            };
-            let allowance = walk_max.saturating_sub(state.sframe_bytes).min(FRAME_BYTES);
-            let mut reader = UserReader::new(&found.section, mem, allowance);
-            // The header and the FDE as registration validated them; only
-            // the function's rows are read, each checked as it is.
-            let r = fde
-                .unpack(found.header.version, found.section.text_start as u64, i)
-                .and_then(|fde| {
-                    let s = &found.section;
-                    sframe::Section::with_header(
-                        &mut reader,
-                        s.sframe_len,
-                        s.sframe_start as u64,
-                        found.header,
-                    )?
-                    .find_row(&fde, pc as u64)
-                });
-            state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
-            match r {
-                Ok(row) => Some(row),
-                Err(SfError::NotCovered) => None,
-                Err(_) if reader.exhausted => {
-                    Counters::inc(&c.errors);
-                    return Err(E2BIG);
-                }
-                Err(e) => {
-                    if e.is_malformed() {
-                        Counters::inc(&c.errors);
-                        mm.mark_dead(&found);
-                        pr_debug!(
-                            "dropped section at {:#x}: {}\n",
-                            found.section.sframe_start,
-                            e.name()
-                        );
-                        return Err(EINVAL);
-                    }
-                    // Not resident at NMI or IRQ time is no fault of the
-                    // section: the pages are faulted in later.
-                    if state.nofault {
-                        Counters::inc(&c.nofault_faults);
-                        state.prefault = true;
-                    } else {
-                        Counters::inc(&c.errors);
-                    }
-                    return Err(EFAULT);
-                }
-            }
-        }
-    };
     // One frame unwound by this unwinder, at sample time or not.
     let unwound = |state: &bindings::unwind_user_state| {
         Counters::inc(&c.sframe_frames);
@@ -324,9 +324,38 @@ pub(crate) fn next(
             Counters::inc(&c.nofault_frames);
         }
     };
+    let found = match mm.lookup(pc) {
+        Lookup::None => None,
+        // Seen before: no search, no read of the section.
+        Lookup::Cached(r) => {
+            unwound(state);
+            *frame = bindings::unwind_user_frame {
+                cfa_off: r.cfa_off,
+                ra_off: -8,
+                fp_off: r.fp_off,
+                use_fp: r.use_fp,
+                outermost: false,
+            };
+            return Ok(Step::Frame);
+        }
+        Lookup::Found(f) => Some(f),
+    };
+    // The row for `pc`, or `None` when no section describes it.
+    let row = match &found {
+        Some(f) => read_row(mm, f, state, mem, pc)?,
+        None => None,
+    };
     match row.as_ref().filter(|r| !r.signal_frame).and_then(rule) {
         Some(Rule::Frame(f)) => {
             unwound(state);
+            if let Some(found) = found.as_ref().filter(|_| f.ra_off == -8) {
+                let r = CachedRule {
+                    cfa_off: f.cfa_off,
+                    fp_off: f.fp_off,
+                    use_fp: f.use_fp,
+                };
+                mm.remember(found, r);
+            }
             *frame = f;
             Ok(Step::Frame)
         }

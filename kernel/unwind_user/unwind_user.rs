@@ -446,7 +446,7 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 
 #[kunit_tests(unwind_user_sframe)]
 mod tests {
-    use super::registry::{Fdes, Section, SframeMm, MAX_SECTIONS};
+    use super::registry::{CachedRule, Fdes, Found, Lookup, Section, SframeMm, MAX_SECTIONS};
     use super::step::{rule, Rule};
     use kernel::{
         error::code::{EEXIST, EINVAL, ENOENT, ENOSPC},
@@ -455,9 +455,17 @@ mod tests {
     };
     use sframe::{Base, CfaRule, RegRule};
 
+    /// What a lookup of `pc` found, if it was not a cached rule.
+    fn found(mm: &SframeMm, pc: usize) -> Option<Found> {
+        match mm.lookup(pc) {
+            Lookup::Found(f) => Some(f),
+            _ => None,
+        }
+    }
+
     /// The registration covering `pc`.
     fn at(mm: &SframeMm, pc: usize) -> Option<Section> {
-        mm.lookup(pc).map(|f| f.section)
+        found(mm, pc).map(|f| f.section)
     }
 
     /// The header of [`SECTION`].
@@ -539,7 +547,7 @@ mod tests {
         assert_eq!(mm.len(), 1);
         // A section found malformed is skipped at once, counted, and
         // pruned by the next writer.
-        let stale = mm.lookup(0x1000).ok_or(ENOENT)?;
+        let stale = found(&mm, 0x1000).ok_or(ENOENT)?;
         mm.mark_dead(&stale);
         mm.mark_dead(&stale);
         assert_eq!(at(&mm, 0x1000), None);
@@ -570,16 +578,85 @@ mod tests {
         assert_eq!(fdes.bytes(), 20);
         let mm = SframeMm::new()?;
         mm.add(sec(0x11000, 0x100), fdes)?;
-        let fde_at = |pc| mm.lookup(pc).map(|f| f.fde);
+        let fde_at = |pc| found(&mm, pc).map(|f| f.fde);
         assert_eq!(fde_at(0x11000), Some(Some((0, packed))));
         assert_eq!(fde_at(0x1101f), Some(Some((0, packed))));
         // Registered text, no function there; no registration.
         assert_eq!(fde_at(0x11020), Some(None));
         assert_eq!(fde_at(0x11100), None);
         // What the lookup kept unpacks to the FDE the section gave.
-        let found = mm.lookup(0x11010).ok_or(ENOENT)?;
-        let (i, p) = found.fde.ok_or(ENOENT)?;
-        assert_eq!(p.unpack(found.header.version, 0x11000, i), Ok(fde));
+        let f = found(&mm, 0x11010).ok_or(ENOENT)?;
+        let (i, p) = f.fde.ok_or(ENOENT)?;
+        assert_eq!(p.unpack(f.header.version, 0x11000, i), Ok(fde));
+        Ok(())
+    }
+
+    #[test]
+    fn rule_cache() -> Result {
+        let mm = SframeMm::new()?;
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        let rule = CachedRule {
+            cfa_off: 16,
+            fp_off: -16,
+            use_fp: true,
+        };
+        let cached = |pc| match mm.lookup(pc) {
+            Lookup::Cached(r) => Some(r),
+            _ => None,
+        };
+        // Remembered for its PC only.
+        let f = found(&mm, 0x1800).ok_or(ENOENT)?;
+        mm.remember(&f, rule);
+        assert_eq!(cached(0x1800), Some(rule));
+        assert_eq!(cached(0x1801), None);
+        // Negative and largest offsets survive the packing; what does not
+        // fit is not cached.
+        for r in [
+            CachedRule {
+                cfa_off: -2048,
+                fp_off: -256,
+                use_fp: false,
+            },
+            CachedRule {
+                cfa_off: 2047,
+                fp_off: 248,
+                use_fp: true,
+            },
+            CachedRule {
+                cfa_off: 8,
+                fp_off: 0,
+                use_fp: false,
+            },
+        ] {
+            mm.remember(&found(&mm, 0x1900).ok_or(ENOENT)?, r);
+            assert_eq!(cached(0x1900), Some(r));
+            mm.remove(0x1000)?;
+            mm.add(sec(0x1000, 0x1000), none()?)?;
+        }
+        for r in [
+            CachedRule {
+                cfa_off: 2048,
+                fp_off: 0,
+                use_fp: false,
+            },
+            CachedRule {
+                cfa_off: 16,
+                fp_off: -12,
+                use_fp: true,
+            },
+        ] {
+            mm.remember(&found(&mm, 0x1a00).ok_or(ENOENT)?, r);
+            assert_eq!(cached(0x1a00), None);
+        }
+        // Any registry change starts a new, empty cache, and what was found
+        // in the old table is not cached in the new one.
+        let f = found(&mm, 0x1800).ok_or(ENOENT)?;
+        mm.remember(&f, rule);
+        assert_eq!(cached(0x1800), Some(rule));
+        mm.add(sec(0x8000, 0x1000), none()?)?;
+        assert_eq!(cached(0x1800), None);
+        mm.remember(&f, rule);
+        assert_eq!(cached(0x1800), None);
         Ok(())
     }
 

@@ -564,12 +564,30 @@ FIXTURE_TEARDOWN(rewrite)
 }
 
 /*
+ * Empty the kernel's rule cache: any registry change starts a new one
+ * (unregistering and registering this program's own section again).
+ */
+static int new_rule_cache(void)
+{
+	struct unwind_user_sframe exe;
+
+	if (self_sframe(&exe))
+		return -1;
+	if (unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER, exe.text_start, 0, 0))
+		return -1;
+	return unwind_prctl(UNWIND_USER_SFRAME_REGISTER, (unsigned long)&exe,
+			    sizeof(exe), 0);
+}
+
+/*
  * Registered valid, then rewritten in place while the code runs. The
  * header and the FDEs were validated at registration and the kernel
  * unwinds with its own copy of them: rewriting them changes nothing. The
- * rows (FREs) are read at every unwind: the unwinds that read bad ones
- * count an error, the section is dropped (once), the registration is
- * gone, and a valid section registers and unwinds again.
+ * rows (FREs) are read by unwinds that do not find the PC's rule in the
+ * kernel's cache, which any registry change empties: after one, the
+ * unwinds that read bad rows count an error, the section is dropped
+ * (once), the registration is gone, and a valid section registers and
+ * unwinds again.
  */
 TEST_F(rewrite, after_registration)
 {
@@ -613,6 +631,7 @@ TEST_F(rewrite, after_registration)
 			self->j.sec[FDE(i, SFD_INFO)] = 0xf;
 		break;
 	}
+	ASSERT_EQ(0, new_rule_cache());
 	sample_jit(&self->j, 0.5, &before, &after, &t);
 	printf("# %u stacks, %d through the JIT code, %d complete; errors +%llu dropped +%llu fp_fallbacks +%llu\n",
 	       stacks.nr, t.in_chain, t.complete,
