@@ -9,6 +9,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t debugfs debugfs /sys/kernel/debug
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs tmpfs /tmp
 mode=$(sed -n 's/.*harness=\([a-z]*\).*/\1/p' /proc/cmdline)
 out=/dev/ttyS1

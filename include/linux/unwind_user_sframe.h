@@ -16,6 +16,7 @@ struct unwind_user_frame;
 
 int unwind_user_sframe_next(struct unwind_user_state *state,
 			    struct unwind_user_frame *frame);
+void unwind_user_sframe_done(const struct unwind_user_state *state);
 int sframe_add_section(unsigned long sframe_start, unsigned long sframe_end,
 		       unsigned long text_start, unsigned long text_end);
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
@@ -33,6 +34,9 @@ static inline int unwind_user_sframe_next(struct unwind_user_state *state,
 {
 	return -ENOENT;
 }
+
+static inline void
+unwind_user_sframe_done(const struct unwind_user_state *state) {}
 
 static inline int sframe_add_section(unsigned long sframe_start,
 				     unsigned long sframe_end,

@@ -18,7 +18,10 @@
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
 use kernel::{
-    alloc::{flags::GFP_KERNEL_ACCOUNT, KBox, KVVec},
+    alloc::{
+        flags::{__GFP_RETRY_MAYFAIL, GFP_KERNEL_ACCOUNT},
+        Flags, KBox, KVVec,
+    },
     bindings,
     error::code::{EEXIST, ENOENT, ENOSPC},
     prelude::*,
@@ -39,6 +42,13 @@ pub(crate) const MAX_SECTION_SIZE: usize = 64 << 20;
 /// bytes a function, so about 800Ki functions. Everything the registry
 /// allocates is charged to the memory cgroup of the task that registers.
 pub(crate) const MAX_FDE_BYTES: usize = 16 << 20;
+
+/// How the registry allocates: charged to the memory cgroup of the task
+/// that registers (or forks), and failing with `ENOMEM` rather than
+/// invoking the OOM killer when that cgroup is at its limit.
+fn gfp() -> Flags {
+    GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL
+}
 
 /// One registered section: the text it describes and where it lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,11 +85,11 @@ impl Fdes {
         header: sframe::Header,
         fdes: impl ExactSizeIterator<Item = Result<sframe::PackedFde>>,
     ) -> Result<Arc<Fdes>> {
-        let mut packed = KVVec::with_capacity(fdes.len(), GFP_KERNEL_ACCOUNT)?;
+        let mut packed = KVVec::with_capacity(fdes.len(), gfp())?;
         for f in fdes {
-            packed.push(f?, GFP_KERNEL_ACCOUNT)?;
+            packed.push(f?, gfp())?;
         }
-        Ok(Arc::new(Fdes { header, packed }, GFP_KERNEL_ACCOUNT)?)
+        Ok(Arc::new(Fdes { header, packed }, gfp())?)
     }
 
     /// Kernel memory the table takes, as counted against [`MAX_FDE_BYTES`].
@@ -252,13 +262,13 @@ impl Table {
                 .is_some_and(|a| a.section.text_start < e.section.text_start)
             {
                 if let Some(a) = add.take() {
-                    entries.push(a, GFP_KERNEL_ACCOUNT)?;
+                    entries.push(a, gfp())?;
                 }
             }
-            entries.push(e.copy(), GFP_KERNEL_ACCOUNT)?;
+            entries.push(e.copy(), gfp())?;
         }
         if let Some(a) = add {
-            entries.push(a, GFP_KERNEL_ACCOUNT)?;
+            entries.push(a, gfp())?;
         }
         Ok(KBox::new(
             Table {
@@ -267,7 +277,7 @@ impl Table {
                 gen: 0,
                 cache: RuleCache::new(),
             },
-            GFP_KERNEL_ACCOUNT,
+            gfp(),
         )?)
     }
 
@@ -319,6 +329,13 @@ pub(crate) struct Counters {
 impl Counters {
     pub(crate) fn inc(c: &Atomic<u64>) {
         c.add(1, Relaxed);
+    }
+
+    /// Adds `n`, touching the counter only if `n` is not 0.
+    pub(crate) fn add(c: &Atomic<u64>, n: u16) {
+        if n != 0 {
+            c.add(u64::from(n), Relaxed);
+        }
     }
 }
 
@@ -377,7 +394,7 @@ impl SframeMm {
                     nofault_faults: Atomic::new(0),
                 },
             },
-            GFP_KERNEL_ACCOUNT,
+            gfp(),
         )?)
     }
 

@@ -12,6 +12,7 @@ use kernel::{
     error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
     ffi::c_ulong,
     prelude::*,
+    sync::atomic::Relaxed,
     uaccess::{UserPtr, UserSlice},
 };
 use sframe::{Base, Error as SfError, RegRule, Row};
@@ -83,30 +84,61 @@ pub(crate) struct UserReader {
     /// Bytes this reader may still read.
     left: u32,
     /// A read was refused because `left` ran out.
-    exhausted: bool,
+    pub(crate) exhausted: bool,
+    /// Faultable reads: bytes until the next point where the task may be
+    /// rescheduled or stop for a fatal signal.
+    until_resched: u32,
+    /// A read was refused because the task has a fatal signal pending.
+    pub(crate) killed: bool,
 }
 
 impl UserReader {
+    /// Bytes read between two rescheduling points in task context: the
+    /// validation of a large section must not hog the CPU.
+    const RESCHED_BYTES: u32 = 64 << 10;
+
     pub(crate) fn new(s: &Section, mem: UserMem, left: u32) -> Self {
         UserReader {
             base: s.sframe_start,
             mem,
             left,
             exhausted: false,
+            until_resched: Self::RESCHED_BYTES,
+            killed: false,
         }
+    }
+
+    /// In task context, every [`Self::RESCHED_BYTES`]: a rescheduling
+    /// point, and `false` if the task is being killed.
+    fn may_go_on(&mut self, n: u32) -> bool {
+        if !matches!(self.mem, UserMem::Faultable) {
+            return true;
+        }
+        if let Some(rest) = self.until_resched.checked_sub(n) {
+            self.until_resched = rest;
+            return true;
+        }
+        self.until_resched = Self::RESCHED_BYTES;
+        kernel::task::might_sleep();
+        // SAFETY: `current` is a live task; the function only reads its
+        // signal state.
+        self.killed =
+            unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) } != 0;
+        !self.killed
     }
 }
 
 impl sframe::Reader for UserReader {
     fn read(&mut self, offset: u32, buf: &mut [u8]) -> core::result::Result<(), SfError> {
-        let Some(left) = u32::try_from(buf.len())
-            .ok()
-            .and_then(|n| self.left.checked_sub(n))
-        else {
+        let n = u32::try_from(buf.len()).map_err(|_| SfError::Read)?;
+        let Some(left) = self.left.checked_sub(n) else {
             self.exhausted = true;
             return Err(SfError::Read);
         };
         self.left = left;
+        if !self.may_go_on(n) {
+            return Err(SfError::Read);
+        }
         let addr = self
             .base
             .checked_add(offset as usize)
@@ -224,6 +256,36 @@ fn unwind_signal_frame(state: &mut bindings::unwind_user_state, mem: UserMem) ->
     Ok(())
 }
 
+/// Counts one outcome of this walk (the `sframe_*` counts of the state,
+/// added to the address space's counters by [`done`]).
+fn bump(n: &mut u16) {
+    *n = n.saturating_add(1);
+}
+
+/// Adds this walk's counts to the address space's counters, once, at the
+/// end of the walk: a few atomics a walk rather than a few a frame, on a
+/// cache line every thread of the process shares.
+pub(crate) fn done(mm: &SframeMm, state: &bindings::unwind_user_state) {
+    let c = &mm.counters;
+    let counts = [
+        (&c.sframe_frames, state.sframe_frames),
+        (&c.fp_fallbacks, state.sframe_fallbacks),
+        (&c.errors, state.sframe_errors),
+        (&c.nofault_faults, state.sframe_faults),
+    ];
+    let mut lookups = 0;
+    for (counter, n) in counts {
+        Counters::add(counter, n);
+        lookups += u64::from(n);
+    }
+    if lookups != 0 {
+        c.unwinds.add(lookups, Relaxed);
+    }
+    if state.nofault {
+        Counters::add(&c.nofault_frames, state.sframe_frames);
+    }
+}
+
 /// The row of `pc` in the function `found` names, read from the section
 /// within this walk's budget; `None` if no row describes `pc`. A section
 /// found malformed is dropped.
@@ -234,7 +296,6 @@ fn read_row(
     mem: UserMem,
     pc: usize,
 ) -> Result<Option<Row>> {
-    let c = &mm.counters;
     let Some((i, fde)) = found.fde else {
         return Ok(None);
     };
@@ -264,11 +325,11 @@ fn read_row(
         Ok(row) => Ok(Some(row)),
         Err(SfError::NotCovered) => Ok(None),
         Err(_) if reader.exhausted => {
-            Counters::inc(&c.errors);
+            bump(&mut state.sframe_errors);
             Err(E2BIG)
         }
         Err(e) if e.is_malformed() => {
-            Counters::inc(&c.errors);
+            bump(&mut state.sframe_errors);
             mm.mark_dead(found);
             pr_debug!("dropped section at {:#x}: {}\n", s.sframe_start, e.name());
             Err(EINVAL)
@@ -277,10 +338,10 @@ fn read_row(
             // Not resident at NMI or IRQ time is no fault of the section:
             // the pages are faulted in later.
             if state.nofault {
-                Counters::inc(&c.nofault_faults);
+                bump(&mut state.sframe_faults);
                 state.prefault = true;
             } else {
-                Counters::inc(&c.errors);
+                bump(&mut state.sframe_errors);
             }
             Err(EFAULT)
         }
@@ -302,28 +363,24 @@ pub(crate) fn next(
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
 ) -> Result<Step> {
-    let c = &mm.counters;
     let mem = if state.nofault {
         UserMem::NoFault
     } else {
         UserMem::Faultable
     };
-    Counters::inc(&c.unwinds);
     // A caller's IP is a return address, which may be the first byte after
     // the function (a call to a noreturn function): look up the call. The
     // top frame's IP, and one a signal interrupted, are exact.
     let pc = if state.topmost || state.interrupted {
         state.ip
+    } else if let Some(pc) = state.ip.checked_sub(1) {
+        pc
     } else {
-        state.ip.checked_sub(1).ok_or(ENOENT)?
+        bump(&mut state.sframe_fallbacks);
+        return Err(ENOENT);
     };
-    // One frame unwound by this unwinder, at sample time or not.
-    let unwound = |state: &bindings::unwind_user_state| {
-        Counters::inc(&c.sframe_frames);
-        if state.nofault {
-            Counters::inc(&c.nofault_frames);
-        }
-    };
+    // One frame unwound by this unwinder.
+    let unwound = |state: &mut bindings::unwind_user_state| bump(&mut state.sframe_frames);
     let found = match mm.lookup(pc) {
         Lookup::None => None,
         // Seen before: no search, no read of the section.
@@ -368,7 +425,10 @@ pub(crate) fn next(
         // the trampoline (which distribution libcs ship without SFrame, and
         // which may sit in a registered text that has no FDE for it).
         None if row.as_ref().is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem) => {
-            unwind_signal_frame(state, mem)?;
+            if let Err(e) = unwind_signal_frame(state, mem) {
+                bump(&mut state.sframe_errors);
+                return Err(e);
+            }
             unwound(state);
             Ok(Step::Signal)
         }
@@ -376,13 +436,13 @@ pub(crate) fn next(
         // has the CFA on a frame pointer the function set up: the
         // frame-pointer rule gets the frame.
         None if row.as_ref().is_none_or(keeps_fp) => {
-            Counters::inc(&c.fp_fallbacks);
+            bump(&mut state.sframe_fallbacks);
             Err(ENOENT)
         }
         // A row the step cannot express for code without a frame pointer:
         // the walk ends rather than guess.
         None => {
-            Counters::inc(&c.errors);
+            bump(&mut state.sframe_errors);
             Err(EINVAL)
         }
     }

@@ -22,7 +22,7 @@ use kernel::{
     ffi::{c_int, c_long, c_ulong},
     mm::virt::VmaRef,
     prelude::*,
-    sync::atomic::Relaxed,
+    sync::{atomic::Relaxed, Arc},
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -109,6 +109,40 @@ unsafe fn in_one_vma(mm: *mut bindings::mm_struct, start: usize, end: usize, fla
     end <= vma.end() && (vma.flags() as u64) & flags == flags
 }
 
+/// Validates `s` in full through `reader` and returns what unwinds will use
+/// instead of reading it again: the header and the FDEs, packed relative to
+/// the text. Every function must lie in the text: a section built for
+/// other code, or copied away from its text (its addresses are
+/// PC-relative), would otherwise be accepted and describe nothing there.
+fn validate(s: &Section, reader: &mut step::UserReader) -> Result<Arc<Fdes>> {
+    let mut sec = step::open(s, reader).map_err(|e| refuse(e.name(), s, validation_errno(&e)))?;
+    // FDEs out of address order in a section that does not claim to be
+    // sorted (ld.lld with several text sections) are valid SFrame that this
+    // unwinder, like libsframe, does not support; claiming it is malformed.
+    let claims_sorted = sec.header().fde_sorted();
+    sec.validate().map_err(|e| {
+        let errno = match e {
+            sframe::Error::FdesUnsorted if !claims_sorted => eopnotsupp(),
+            _ => validation_errno(&e),
+        };
+        refuse(e.name(), s, errno)
+    })?;
+    let text_start = s.text_start as u64;
+    let text_len = (s.text_end - s.text_start) as u64;
+    let header = *sec.header();
+    Fdes::new(
+        header,
+        (0..sec.num_fdes()).map(|i| {
+            let fde = sec.fde(i).map_err(|e| validation_errno(&e))?;
+            match fde.pack(text_start) {
+                Some(p) if p.end() <= text_len => Ok(p),
+                _ => Err(ERANGE),
+            }
+        }),
+    )
+    .map_err(|e| refuse("function outside the text, or table", s, e))
+}
+
 /// Validates and registers a section for the current task's mm.
 fn add_section(s: Section) -> Result {
     let task = kernel::current!();
@@ -126,41 +160,10 @@ fn add_section(s: Section) -> Result {
     }
 
     // Validate once, in full, before taking the mmap lock: the reads may
-    // fault, and the fault handler needs that lock. The bytes may change
-    // afterwards; every unwind checks them again.
+    // fault, and the fault handler needs that lock. A fatal signal stops a
+    // long validation (up to 64 MiB).
     let mut reader = step::UserReader::new(&s, step::UserMem::Faultable, u32::MAX);
-    let mut sec =
-        step::open(&s, &mut reader).map_err(|e| refuse(e.name(), &s, validation_errno(&e)))?;
-    // FDEs out of address order in a section that does not claim to be
-    // sorted (ld.lld with several text sections) are valid SFrame that this
-    // unwinder, like libsframe, does not support; claiming it is malformed.
-    let claims_sorted = sec.header().fde_sorted();
-    sec.validate().map_err(|e| {
-        let errno = match e {
-            sframe::Error::FdesUnsorted if !claims_sorted => eopnotsupp(),
-            _ => validation_errno(&e),
-        };
-        refuse(e.name(), &s, errno)
-    })?;
-    // What the unwinds use instead of reading it again: the header and the
-    // FDEs just validated (in address order), packed relative to the text.
-    // Every function must lie in the text: a section built for other code,
-    // or copied away from its text (its addresses are PC-relative), would
-    // otherwise be accepted and describe nothing there.
-    let text_start = s.text_start as u64;
-    let text_len = (s.text_end - s.text_start) as u64;
-    let header = *sec.header();
-    let fdes = Fdes::new(
-        header,
-        (0..sec.num_fdes()).map(|i| {
-            let fde = sec.fde(i).map_err(|e| validation_errno(&e))?;
-            match fde.pack(text_start) {
-                Some(p) if p.end() <= text_len => Ok(p),
-                _ => Err(ERANGE),
-            }
-        }),
-    )
-    .map_err(|e| refuse("function outside the text, or table", &s, e))?;
+    let fdes = validate(&s, &mut reader).map_err(|e| if reader.killed { EINTR } else { e })?;
 
     let _lock = MmapWriteGuard::lock(mm)?;
     let sframe_end = s.sframe_start + s.sframe_len as usize;
@@ -363,6 +366,34 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
         Ok(step::Step::Frame) => 0,
         Ok(step::Step::Signal) => 1,
         Err(e) => e.to_errno(),
+    }
+}
+
+/// Ends a walk that `unwind_user_sframe_next()` took part in: adds its
+/// counts to the address space's counters.
+///
+/// # Safety
+///
+/// `state` must be a valid pointer, to the state of a walk of the current
+/// task.
+#[no_mangle]
+pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_user_state) {
+    // SAFETY: Valid (the caller's contract), only read.
+    let state = unsafe { &*state };
+    if state.sframe_frames == 0
+        && state.sframe_fallbacks == 0
+        && state.sframe_errors == 0
+        && state.sframe_faults == 0
+    {
+        return;
+    }
+    let task = kernel::current!();
+    let Some(mm) = task.mm() else {
+        return;
+    };
+    // SAFETY: The current task's mm is live while it runs.
+    if let Some(smm) = unsafe { SframeMm::get(mm.as_raw()) } {
+        step::done(smm, state);
     }
 }
 

@@ -53,12 +53,13 @@ struct unwind_user_sframe {
  * @unwinds:        SFrame lookups done for this address space
  * @sframe_frames:  frames unwound with SFrame
  * @fp_fallbacks:   frames no section covered, left to the frame-pointer rule
- * @errors:         frames whose section turned out malformed or unreadable
+ * @errors:         walks ended at a covered frame: its section malformed or
+ *                  unreadable, its row inexpressible, the read budget spent
  * @dropped:        registrations removed because their section went bad
  * @nofault_frames: frames unwound with SFrame at NMI or IRQ time
  *                  (perf_callchain_user(), e.g. perf record -g without defer)
- * @nofault_faults: frames left to frame pointers at NMI or IRQ time because
- *                  a read of the section would have faulted
+ * @nofault_faults: walks ended at NMI or IRQ time because a read of the
+ *                  section would have faulted
  *
  * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes; size
  * must be at least UNWIND_USER_INFO_SIZE_VER0.
