@@ -41,6 +41,12 @@ cleanup
 rm -rf "$ROOT"
 cp -a "$BASE" "$ROOT"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# The network's own certificate authorities (a TLS-inspecting egress proxy,
+# say) are the workplace's, not the project's: a new machine has them.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+	cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+	chroot "$ROOT" update-ca-certificates >/dev/null 2>&1
+fi
 # The same apt sources as a machine of the project's kind (bookworm and its
 # updates and security suites).
 cat >"$ROOT/etc/apt/sources.list" <<EOT
