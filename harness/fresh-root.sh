@@ -41,8 +41,11 @@ cleanup
 rm -rf "$ROOT"
 cp -a "$BASE" "$ROOT"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
-# The network's own certificate authorities (a TLS-inspecting egress proxy,
-# say) are the workplace's, not the project's: a new machine has them.
+# The workplace's own settings, which every new machine of this kind has
+# and the project does not make: apt's configuration (here the archive is
+# a frozen mirror whose Release files are past their Valid-Until date) and
+# the network's certificate authorities (a TLS-inspecting egress proxy).
+cp /etc/apt/apt.conf.d/* "$ROOT/etc/apt/apt.conf.d/"
 if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
 	cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
 	chroot "$ROOT" update-ca-certificates >/dev/null 2>&1
