@@ -416,11 +416,25 @@ impl SframeMm {
         Ok(unsafe { &*p })
     }
 
-    /// The current table. Callers hold the mmap write lock (no grace period
-    /// needed: only they replace it) or `rcu_read_lock()`.
-    fn table(&self) -> Option<&Table> {
-        // SAFETY: A non-null table is live until a writer retires it, which
-        // waits for readers (RCU) and is excluded for writers by the lock.
+    /// The current table, for a reader: it stays live while `_rcu` is held
+    /// (a writer that retires it frees it after a grace period).
+    fn table<'a>(&'a self, _rcu: &'a rcu::Guard) -> Option<&'a Table> {
+        // SAFETY: A non-null table is live until a writer retires it, and a
+        // retired table is freed only after an RCU grace period, which cannot
+        // end while `_rcu` is held.
+        unsafe { self.table.load(Acquire).as_ref() }
+    }
+
+    /// The current table, for a writer.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the only writer for as long as it uses the table: it
+    /// holds the mmap write lock of the mm this state belongs to, or the
+    /// state is not shared yet. Only writers retire tables.
+    unsafe fn table_exclusive(&self) -> Option<&Table> {
+        // SAFETY: No other writer can retire the table while the caller
+        // uses it (the caller's contract).
         unsafe { self.table.load(Acquire).as_ref() }
     }
 
@@ -436,12 +450,17 @@ impl SframeMm {
         }
     }
 
-    /// Registers `s`, whose validated header and FDEs are `fdes`. The
-    /// caller holds the mmap write lock. `ENOSPC` when the address space
-    /// has [`MAX_SECTIONS`] registrations or their FDE tables would pass
-    /// [`MAX_FDE_BYTES`].
-    pub(crate) fn add(&self, s: Section, fdes: Arc<Fdes>) -> Result {
-        let old = self.table();
+    /// Registers `s`, whose validated header and FDEs are `fdes`. `ENOSPC`
+    /// when the address space has [`MAX_SECTIONS`] registrations or their
+    /// FDE tables would pass [`MAX_FDE_BYTES`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`SframeMm::table_exclusive`]: the caller holds the mmap write
+    /// lock, or the state is not shared.
+    pub(crate) unsafe fn add(&self, s: Section, fdes: Arc<Fdes>) -> Result {
+        // SAFETY: The caller's contract.
+        let old = unsafe { self.table_exclusive() };
         let live = || old.into_iter().flat_map(Table::live);
         let bytes = live()
             .map(|e| e.fdes.bytes())
@@ -462,9 +481,13 @@ impl SframeMm {
     }
 
     /// Removes the registration whose text starts at `text_start`.
-    /// The caller holds the mmap write lock.
-    pub(crate) fn remove(&self, text_start: usize) -> Result {
-        let old = self.table().ok_or(ENOENT)?;
+    ///
+    /// # Safety
+    ///
+    /// As for [`SframeMm::add`].
+    pub(crate) unsafe fn remove(&self, text_start: usize) -> Result {
+        // SAFETY: The caller's contract.
+        let old = unsafe { self.table_exclusive() }.ok_or(ENOENT)?;
         if !old.live().any(|e| e.section.text_start == text_start) {
             return Err(ENOENT);
         }
@@ -477,11 +500,17 @@ impl SframeMm {
     }
 
     /// Removes every registration whose text or section overlaps
-    /// `[start, end)`, which is being unmapped. The caller holds the mmap
-    /// write lock. On allocation failure the affected entries are marked dead
-    /// instead, so that no reader uses them.
-    pub(crate) fn unmap(&self, start: usize, end: usize) {
-        let Some(old) = self.table() else { return };
+    /// `[start, end)`, which is being unmapped. On allocation failure the
+    /// affected entries are marked dead instead, so that no reader uses them.
+    ///
+    /// # Safety
+    ///
+    /// As for [`SframeMm::add`].
+    pub(crate) unsafe fn unmap(&self, start: usize, end: usize) {
+        // SAFETY: The caller's contract.
+        let Some(old) = (unsafe { self.table_exclusive() }) else {
+            return;
+        };
         let hit = |e: &Section| {
             let sframe_end = e.sframe_start.saturating_add(e.sframe_len as usize);
             e.overlaps(start, end) || (e.sframe_start < end && start < sframe_end)
@@ -500,10 +529,15 @@ impl SframeMm {
     }
 
     /// Copies the live registrations that `keep` accepts into `dst`, an
-    /// empty state of a new mm (fork), ids included. The caller holds both
-    /// mmap write locks.
-    pub(crate) fn copy_to(&self, dst: &SframeMm, keep: impl Fn(&Section) -> bool) -> Result {
-        if let Some(old) = self.table() {
+    /// empty state of a new mm (fork), ids included.
+    ///
+    /// # Safety
+    ///
+    /// As for [`SframeMm::add`], for both states: the caller holds both mmap
+    /// write locks, or the states are not shared.
+    pub(crate) unsafe fn copy_to(&self, dst: &SframeMm, keep: impl Fn(&Section) -> bool) -> Result {
+        // SAFETY: The caller's contract.
+        if let Some(old) = unsafe { self.table_exclusive() } {
             dst.publish(Table::rebuild(Some(old), keep, None)?);
             dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
         }
@@ -512,15 +546,15 @@ impl SframeMm {
 
     /// Number of live registrations.
     pub(crate) fn len(&self) -> usize {
-        let _guard = rcu::read_lock();
-        self.table().map(|t| t.live().count()).unwrap_or(0)
+        let guard = rcu::read_lock();
+        self.table(&guard).map(|t| t.live().count()).unwrap_or(0)
     }
 
     /// The registration covering `pc` and the function there, copied out
     /// under RCU: no user memory is read.
     pub(crate) fn lookup(&self, pc: usize) -> Lookup {
-        let _guard = rcu::read_lock();
-        let Some(t) = self.table() else {
+        let guard = rcu::read_lock();
+        let Some(t) = self.table(&guard) else {
             return Lookup::None;
         };
         let Some((i, e)) = t.find(pc) else {
@@ -545,8 +579,8 @@ impl SframeMm {
     /// still the current one (else it may describe a registration that is
     /// gone, and the new table's cache must not have it).
     pub(crate) fn remember(&self, found: &Found, rule: CachedRule) {
-        let _guard = rcu::read_lock();
-        if let (Some(t), Some(key)) = (self.table(), found.cache_key) {
+        let guard = rcu::read_lock();
+        if let (Some(t), Some(key)) = (self.table(&guard), found.cache_key) {
             if t.gen == found.table_gen {
                 t.cache.put(key, rule);
             }
@@ -558,8 +592,11 @@ impl SframeMm {
     /// next writer removes it. A later registration of the same section at
     /// the same place has another id and is left alone.
     pub(crate) fn mark_dead(&self, found: &Found) {
-        let _guard = rcu::read_lock();
-        if let Some((_, e)) = self.table().and_then(|t| t.find(found.section.text_start)) {
+        let guard = rcu::read_lock();
+        if let Some((_, e)) = self
+            .table(&guard)
+            .and_then(|t| t.find(found.section.text_start))
+        {
             if e.id == found.id && !e.dead.xchg(true, Relaxed) {
                 Counters::inc(&self.counters.dropped);
             }

@@ -77,8 +77,13 @@ fn refuse(why: &str, s: &Section, err: Error) -> Error {
 struct MmapWriteGuard(*mut bindings::mm_struct);
 
 impl MmapWriteGuard {
-    fn lock(mm: *mut bindings::mm_struct) -> Result<Self> {
-        // SAFETY: `mm` is the current task's live mm.
+    /// Takes `mm`'s mmap write lock, killably.
+    ///
+    /// # Safety
+    ///
+    /// `mm` must be live for as long as the guard (the current task's mm).
+    unsafe fn lock(mm: *mut bindings::mm_struct) -> Result<Self> {
+        // SAFETY: `mm` is live (the caller's contract).
         if unsafe { bindings::mmap_write_lock_killable(mm) } != 0 {
             return Err(EINTR);
         }
@@ -165,7 +170,8 @@ fn add_section(s: Section) -> Result {
     let mut reader = step::UserReader::new(&s, step::UserMem::Faultable, u32::MAX);
     let fdes = validate(&s, &mut reader).map_err(|e| if reader.killed { EINTR } else { e })?;
 
-    let _lock = MmapWriteGuard::lock(mm)?;
+    // SAFETY: `mm` is the current task's mm, live while it runs.
+    let _lock = unsafe { MmapWriteGuard::lock(mm) }?;
     let sframe_end = s.sframe_start + s.sframe_len as usize;
     // SAFETY: `mm` is the current mm, locked above.
     if !unsafe { in_one_vma(mm, s.text_start, s.text_end, bindings::VM_EXEC as u64) } {
@@ -177,9 +183,8 @@ fn add_section(s: Section) -> Result {
     }
     // SAFETY: As above.
     let state = unsafe { SframeMm::get_or_create(mm) }?;
-    state
-        .add(s, fdes)
-        .map_err(|e| refuse("limit or overlap", &s, e))
+    // SAFETY: We hold the mmap write lock of the mm `state` belongs to.
+    unsafe { state.add(s, fdes) }.map_err(|e| refuse("limit or overlap", &s, e))
 }
 
 /// Registers the `.sframe` at `[sframe_start, sframe_end)` for the text at
@@ -280,10 +285,12 @@ fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
 fn prctl_unregister(text_start: c_ulong) -> Result {
     let task = kernel::current!();
     let mm = task.mm().ok_or(EINVAL)?.as_raw();
-    let _lock = MmapWriteGuard::lock(mm)?;
+    // SAFETY: `mm` is the current task's mm, live while it runs.
+    let _lock = unsafe { MmapWriteGuard::lock(mm) }?;
     // SAFETY: `mm` is the current mm, locked above.
     let state = unsafe { SframeMm::get(mm) }.ok_or(ENOENT)?;
-    state.remove(text_start)
+    // SAFETY: We hold the mmap write lock of the mm `state` belongs to.
+    unsafe { state.remove(text_start) }
 }
 
 fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
@@ -344,8 +351,11 @@ pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: 
 ///
 /// # Safety
 ///
-/// `state` and `frame` must be valid pointers; the caller runs in task
-/// context where user memory may be faulted in.
+/// `state` and `frame` must be valid pointers, to the state of a walk of
+/// the current task. The caller runs in task context where user memory may
+/// be faulted in, or, with `state->nofault` set, in any context with page
+/// faults disabled (NMI or IRQ time): the reads then never fault and the
+/// registry is only read under RCU.
 #[no_mangle]
 pub unsafe extern "C" fn unwind_user_sframe_next(
     state: *mut bindings::unwind_user_state,
@@ -428,7 +438,11 @@ pub unsafe extern "C" fn sframe_mm_dup(
             .all(|addr| !unsafe { bindings::vma_lookup(mm, addr) }.is_null())
     };
     // SAFETY: The caller's contract.
-    let r = unsafe { SframeMm::get_or_create(mm) }.and_then(|new| old.copy_to(new, mapped));
+    let r = unsafe { SframeMm::get_or_create(mm) }.and_then(|new| {
+        // SAFETY: `dup_mmap()` holds both mmap write locks (the caller's
+        // contract).
+        unsafe { old.copy_to(new, mapped) }
+    });
     match r {
         Ok(()) => 0,
         Err(_) => ENOMEM.to_errno(),
@@ -471,7 +485,8 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 ) {
     // SAFETY: The caller's contract.
     if let Some(s) = unsafe { SframeMm::get(mm) } {
-        s.unmap(start, end);
+        // SAFETY: The caller holds the mmap write lock.
+        unsafe { s.unmap(start, end) };
     }
 }
 
@@ -485,6 +500,44 @@ mod tests {
         sync::Arc,
     };
     use sframe::{Base, CfaRule, RegRule};
+
+    /// A registry state private to one test: never published in an mm, so
+    /// the test is its only writer.
+    struct Private(KBox<SframeMm>);
+
+    impl Private {
+        fn new() -> Result<Self> {
+            Ok(Private(SframeMm::new()?))
+        }
+
+        fn add(&self, s: Section, fdes: Arc<Fdes>) -> Result {
+            // SAFETY: The state is private to this test (type invariant).
+            unsafe { self.0.add(s, fdes) }
+        }
+
+        fn remove(&self, text_start: usize) -> Result {
+            // SAFETY: As above.
+            unsafe { self.0.remove(text_start) }
+        }
+
+        fn unmap(&self, start: usize, end: usize) {
+            // SAFETY: As above.
+            unsafe { self.0.unmap(start, end) }
+        }
+
+        fn copy_to(&self, dst: &Private, keep: impl Fn(&Section) -> bool) -> Result {
+            // SAFETY: As above, for both states.
+            unsafe { self.0.copy_to(&dst.0, keep) }
+        }
+    }
+
+    impl core::ops::Deref for Private {
+        type Target = SframeMm;
+
+        fn deref(&self) -> &SframeMm {
+            &self.0
+        }
+    }
 
     /// What a lookup of `pc` found, if it was not a cached rule.
     fn found(mm: &SframeMm, pc: usize) -> Option<Found> {
@@ -521,7 +574,7 @@ mod tests {
 
     #[test]
     fn registry_add_lookup_remove() -> Result {
-        let mm = SframeMm::new()?;
+        let mm = Private::new()?;
         mm.add(sec(0x3000, 0x1000), none()?)?;
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.add(sec(0x5000, 0x100), none()?)?;
@@ -548,7 +601,7 @@ mod tests {
 
     #[test]
     fn registry_limit() -> Result {
-        let mm = SframeMm::new()?;
+        let mm = Private::new()?;
         for i in 0..MAX_SECTIONS {
             mm.add(sec(0x1000 * (i + 1), 0x1000), none()?)?;
         }
@@ -564,7 +617,7 @@ mod tests {
 
     #[test]
     fn registry_unmap_and_dead() -> Result {
-        let mm = SframeMm::new()?;
+        let mm = Private::new()?;
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.add(sec(0x3000, 0x1000), none()?)?;
         mm.add(sec(0x5000, 0x1000), none()?)?;
@@ -590,7 +643,7 @@ mod tests {
         assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
         // Fork copies the live registrations that the child has mapped.
         mm.add(sec(0x8000, 0x1000), none()?)?;
-        let child = SframeMm::new()?;
+        let child = Private::new()?;
         mm.copy_to(&child, |s| s.text_start != 0x8000)?;
         assert_eq!(at(&child, 0x1800), Some(sec(0x1000, 0x1000)));
         assert_eq!(at(&child, 0x8000), None);
@@ -607,7 +660,7 @@ mod tests {
         let packed = fde.pack(0x11000).ok_or(EINVAL)?;
         let fdes = Fdes::new(header()?, [Ok(packed)].into_iter())?;
         assert_eq!(fdes.bytes(), 20);
-        let mm = SframeMm::new()?;
+        let mm = Private::new()?;
         mm.add(sec(0x11000, 0x100), fdes)?;
         let fde_at = |pc| found(&mm, pc).map(|f| f.fde);
         assert_eq!(fde_at(0x11000), Some(Some((0, packed))));
@@ -624,7 +677,7 @@ mod tests {
 
     #[test]
     fn rule_cache() -> Result {
-        let mm = SframeMm::new()?;
+        let mm = Private::new()?;
         mm.add(sec(0x1000, 0x1000), none()?)?;
         let rule = CachedRule {
             cfa_off: 16,

@@ -28,18 +28,6 @@
 /* More injection points than any of these calls has. */
 #define MAX_NTH		2000
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -EIO;
-}
-
 /*
  * Make fail-nth fail sleeping allocations of any order too (the defaults
  * spare them), quietly: a stack dump per injected failure would drown the
@@ -59,7 +47,7 @@ static int fault_injection_setup(void)
 	int err;
 
 	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
-		err = write_str(knobs[i][0], knobs[i][1]);
+		err = write_text(knobs[i][0], knobs[i][1]);
 		if (err)
 			return err;
 	}

@@ -29,18 +29,6 @@
 #define FUNC_SIZE	16
 #define NSECS		8
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -errno;
-}
-
 static long long read_ll(const char *path)
 {
 	char buf[64] = "";
@@ -116,14 +104,14 @@ static int in_cgroup(const char *cg)
 		if (make_sec(&s[i]))
 			return 10;
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
-	if (write_str(path, "0"))
+	if (write_text(path, "0"))
 		return 11;
 	snprintf(path, sizeof(path), "%s/memory.current", cg);
 	base = read_ll(path);
 	/* Room for two tables of ~1 MB, with a margin for the rest. */
 	snprintf(val, sizeof(val), "%lld", base + (5ll << 19));
 	snprintf(path, sizeof(path), "%s/memory.max", cg);
-	if (write_str(path, val))
+	if (write_text(path, val))
 		return 12;
 
 	snprintf(path, sizeof(path), "%s/memory.current", cg);
@@ -163,7 +151,7 @@ static int in_cgroup(const char *cg)
 		return 18;
 
 	snprintf(path, sizeof(path), "%s/memory.max", cg);
-	if (write_str(path, "max"))
+	if (write_text(path, "max"))
 		return 19;
 	for (i = 0; i < NSECS; i++)
 		if (reg(&s[i]))
@@ -187,7 +175,7 @@ TEST(registry_charged_to_memcg)
 	    !strstr(controllers, "memory"))
 		SKIP(return, "no cgroup2 memory controller at " CGROOT " (CONFIG_MEMCG)");
 	close(fd);
-	ASSERT_EQ(0, write_str(CGROOT "/cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, write_text(CGROOT "/cgroup.subtree_control", "+memory"));
 	snprintf(cg, sizeof(cg), CGROOT "/sframe_memcg_%d", getpid());
 	ASSERT_EQ(0, mkdir(cg, 0755));
 

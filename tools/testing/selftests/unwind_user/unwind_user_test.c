@@ -144,6 +144,21 @@ int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 	return ret;
 }
 
+int write_text(const char *path, const char *text)
+{
+	size_t len = strlen(text);
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n < 0 ? n : n == (ssize_t)len ? 0 : -EIO;
+}
+
 double now_seconds(void)
 {
 	struct timespec ts;

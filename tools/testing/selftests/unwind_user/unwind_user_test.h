@@ -56,6 +56,9 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 		       struct stacks *out);
 
+/* Write @text to the file @path (a sysfs, proc or cgroup knob): 0 or -errno. */
+int write_text(const char *path, const char *text);
+
 /* CLOCK_MONOTONIC in seconds. */
 double now_seconds(void);
 
