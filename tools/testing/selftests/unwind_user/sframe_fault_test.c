@@ -184,6 +184,7 @@ enum exec_child_status {
 	EXEC_HIT = 5,		/* failure met, section registered */
 	EXEC_HIT_NO_SECTION = 6,/* failure met, registration refused */
 };
+
 /*
  * The new program may also meet the failure in its own start-up (libc's
  * TLS setup, say) or when it opens fail-nth, and exit or die of it: that
