@@ -14,9 +14,11 @@ struct unwind_user_frame;
 
 #ifdef CONFIG_USERSPACE_UNWINDER_SFRAME
 
-int unwind_user_sframe_next(struct unwind_user_state *state,
+int unwind_user_sframe_next(struct mm_struct *mm,
+			    struct unwind_user_state *state,
 			    struct unwind_user_frame *frame);
-void unwind_user_sframe_done(const struct unwind_user_state *state);
+void unwind_user_sframe_done(struct mm_struct *mm,
+			     const struct unwind_user_state *state);
 int sframe_add_section(unsigned long sframe_start, unsigned long sframe_end,
 		       unsigned long text_start, unsigned long text_end);
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
@@ -29,14 +31,15 @@ long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
 
-static inline int unwind_user_sframe_next(struct unwind_user_state *state,
+static inline int unwind_user_sframe_next(struct mm_struct *mm,
+					  struct unwind_user_state *state,
 					  struct unwind_user_frame *frame)
 {
 	return -ENOENT;
 }
 
-static inline void
-unwind_user_sframe_done(const struct unwind_user_state *state) {}
+static inline void unwind_user_sframe_done(struct mm_struct *mm,
+					   const struct unwind_user_state *state) {}
 
 static inline int sframe_add_section(unsigned long sframe_start,
 				     unsigned long sframe_end,

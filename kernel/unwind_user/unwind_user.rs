@@ -351,22 +351,20 @@ pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: 
 ///
 /// # Safety
 ///
-/// `state` and `frame` must be valid pointers, to the state of a walk of
-/// the current task. The caller runs in task context where user memory may
+/// `mm` must be the current task's mm, `state` and `frame` valid pointers,
+/// to the state of a walk of the current task. The caller runs in task context where user memory may
 /// be faulted in, or, with `state->nofault` set, in any context with page
 /// faults disabled (NMI or IRQ time): the reads then never fault and the
 /// registry is only read under RCU.
 #[no_mangle]
 pub unsafe extern "C" fn unwind_user_sframe_next(
+    mm: *mut bindings::mm_struct,
     state: *mut bindings::unwind_user_state,
     frame: *mut bindings::unwind_user_frame,
 ) -> c_int {
-    let task = kernel::current!();
-    let Some(mm) = task.mm() else {
-        return ENOENT.to_errno();
-    };
-    // SAFETY: The current task's mm is live while it runs.
-    let Some(smm) = (unsafe { SframeMm::get(mm.as_raw()) }) else {
+    // SAFETY: `mm` is the current task's mm (the caller's contract), live
+    // while it runs.
+    let Some(smm) = (unsafe { SframeMm::get(mm) }) else {
         return ENOENT.to_errno();
     };
     // SAFETY: Valid pointers (the caller's contract), not aliased during the
@@ -384,25 +382,26 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
 ///
 /// # Safety
 ///
-/// `state` must be a valid pointer, to the state of a walk of the current
-/// task.
+/// `mm` must be null or the current task's mm, `state` a valid pointer, to
+/// the state of a walk of the current task.
 #[no_mangle]
-pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_user_state) {
+pub unsafe extern "C" fn unwind_user_sframe_done(
+    mm: *mut bindings::mm_struct,
+    state: *const bindings::unwind_user_state,
+) {
     // SAFETY: Valid (the caller's contract), only read.
     let state = unsafe { &*state };
-    if state.sframe_frames == 0
-        && state.sframe_fallbacks == 0
-        && state.sframe_errors == 0
-        && state.sframe_faults == 0
+    if mm.is_null()
+        || (state.sframe_frames == 0
+            && state.sframe_fallbacks == 0
+            && state.sframe_errors == 0
+            && state.sframe_faults == 0)
     {
         return;
     }
-    let task = kernel::current!();
-    let Some(mm) = task.mm() else {
-        return;
-    };
-    // SAFETY: The current task's mm is live while it runs.
-    if let Some(smm) = unsafe { SframeMm::get(mm.as_raw()) } {
+    // SAFETY: `mm` is the current task's mm (the caller's contract), live
+    // while it runs.
+    if let Some(smm) = unsafe { SframeMm::get(mm) } {
         step::done(smm, state);
     }
 }
