@@ -313,16 +313,19 @@ impl Entry {
 }
 
 /// Counters a person debugging can read through `UNWIND_USER_QUERY`.
+///
+/// Every SFrame lookup ends in exactly one of `sframe_frames`,
+/// `fp_fallbacks`, `errors` and `nofault_faults`: their sum is the number
+/// of lookups (`unwinds` in the query).
 pub(crate) struct Counters {
-    pub(crate) unwinds: Atomic<u64>,
     pub(crate) sframe_frames: Atomic<u64>,
     pub(crate) fp_fallbacks: Atomic<u64>,
     pub(crate) errors: Atomic<u64>,
     pub(crate) dropped: Atomic<u64>,
     /// Frames unwound with SFrame at NMI or IRQ time.
     pub(crate) nofault_frames: Atomic<u64>,
-    /// Frames left to frame pointers at NMI or IRQ time because a read of
-    /// the section would have faulted.
+    /// Walks ended at NMI or IRQ time because a read of the section would
+    /// have faulted.
     pub(crate) nofault_faults: Atomic<u64>,
 }
 
@@ -385,7 +388,6 @@ impl SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
                 next_id: Atomic::new(1),
                 counters: Counters {
-                    unwinds: Atomic::new(0),
                     sframe_frames: Atomic::new(0),
                     fp_fallbacks: Atomic::new(0),
                     errors: Atomic::new(0),

@@ -12,7 +12,6 @@ use kernel::{
     error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
     ffi::c_ulong,
     prelude::*,
-    sync::atomic::Relaxed,
     uaccess::{UserPtr, UserSlice},
 };
 use sframe::{Base, Error as SfError, RegRule, Row};
@@ -273,13 +272,8 @@ pub(crate) fn done(mm: &SframeMm, state: &bindings::unwind_user_state) {
         (&c.errors, state.sframe_errors),
         (&c.nofault_faults, state.sframe_faults),
     ];
-    let mut lookups = 0;
     for (counter, n) in counts {
         Counters::add(counter, n);
-        lookups += u64::from(n);
-    }
-    if lookups != 0 {
-        c.unwinds.add(lookups, Relaxed);
     }
     if state.nofault {
         Counters::add(&c.nofault_frames, state.sframe_frames);

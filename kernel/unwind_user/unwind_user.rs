@@ -303,15 +303,26 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
     // SAFETY: `mm` is the current task's mm, live while it runs.
     if let Some(s) = unsafe { SframeMm::get(mm) } {
         let c = &s.counters;
-        vals = [
-            s.len() as u64,
-            c.unwinds.load(Relaxed),
+        let (frames, fallbacks, errors, faults) = (
             c.sframe_frames.load(Relaxed),
             c.fp_fallbacks.load(Relaxed),
             c.errors.load(Relaxed),
+            c.nofault_faults.load(Relaxed),
+        );
+        // Every lookup ends in exactly one of those.
+        let unwinds = frames
+            .wrapping_add(fallbacks)
+            .wrapping_add(errors)
+            .wrapping_add(faults);
+        vals = [
+            s.len() as u64,
+            unwinds,
+            frames,
+            fallbacks,
+            errors,
             c.dropped.load(Relaxed),
             c.nofault_frames.load(Relaxed),
-            c.nofault_faults.load(Relaxed),
+            faults,
         ];
     }
     let mut out = [0u8; INFO_SIZE];
