@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! SFrame version 3 encoder for AMD64 (little-endian), default FDE type only.
+//!
+//! The layout is the one binutils 2.46+ writes and `rust/sframe` reads:
+//!
+//! ```text
+//! header (28 bytes)   magic 0xdee2, version 3, flags SORTED|FUNC_START_PCREL,
+//!                     ABI 3 (AMD64 LE), fixed FP offset 0, fixed RA offset -8,
+//!                     no auxiliary header, FDE and FRE counts, FRE bytes,
+//!                     FDE offset 0, FRE offset = 16 * FDEs
+//! FDE index           16 bytes a function, sorted by start:
+//!                     i64 start (from the field itself), u32 size,
+//!                     u32 offset of its attribute record in the FRE area
+//! FRE area            per function: attribute record (u16 FRE count, info,
+//!                     info2 = 0 (default FDE), rep_size = 0), then its FREs:
+//!                     start offset (1, 2 or 4 bytes), info byte, data words
+//! ```
+//!
+//! The section is encoded as if it were at address 0: decoded with
+//! `section_addr = 0`, the function starts are the addresses given to
+//! [`encode`]. A consumer that maps it elsewhere decodes it as if it sat at
+//! the object's load bias.
+
+use std::fmt;
+
+/// `SFRAME_MAGIC`.
+const MAGIC: u16 = 0xdee2;
+/// `SFRAME_VERSION_3`.
+const VERSION_3: u8 = 3;
+/// `SFRAME_F_FDE_SORTED`.
+const F_FDE_SORTED: u8 = 0x1;
+/// `SFRAME_F_FDE_FUNC_START_PCREL`: set by GNU as for every V3 section.
+const F_FDE_FUNC_START_PCREL: u8 = 0x4;
+/// `SFRAME_ABI_AMD64_ENDIAN_LITTLE`.
+const ABI_AMD64_LE: u8 = 3;
+/// The return address sits just below the CFA on x86_64, always.
+pub const FIXED_RA_OFFSET: i8 = -8;
+/// Fixed header size (no auxiliary header).
+const HEADER_SIZE: usize = 28;
+/// Size of one V3 FDE index entry.
+const FDE_SIZE: usize = 16;
+/// FRE count field of the V3 attribute record is 16 bits wide.
+pub const MAX_FRES: usize = 0xffff;
+
+/// Register the CFA is computed from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CfaBase {
+    /// `%rsp`.
+    Sp,
+    /// `%rbp`.
+    Fp,
+}
+
+/// The unwind rule of one row, as an SFrame default FDE on AMD64 can say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// CFA = base + `cfa_offset`; RA at CFA - 8 (fixed); caller's RBP at
+    /// CFA + `fp_offset` if saved, else still in RBP.
+    Frame {
+        /// Register the CFA is computed from.
+        cfa_base: CfaBase,
+        /// Offset added to it.
+        cfa_offset: i32,
+        /// Where the caller's RBP is saved, relative to the CFA; `None` if
+        /// RBP still holds it (or it is unknown).
+        fp_offset: Option<i32>,
+    },
+    /// No caller (the return address is undefined, e.g. `_start`): an FRE
+    /// without data words.
+    Outermost,
+}
+
+/// A frame row entry: the rule applying from `start` (an offset from the
+/// function start) up to the next row or the function end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fre {
+    /// Offset of the first byte the rule applies to, from the function start.
+    pub start: u32,
+    /// The rule.
+    pub rule: Rule,
+}
+
+/// One function to describe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    /// Link-time virtual address of the first byte.
+    pub start: u64,
+    /// Size in bytes.
+    pub size: u32,
+    /// The function is a signal trampoline (CIE augmentation `S`).
+    pub signal_frame: bool,
+    /// Rows in increasing `start` order, all below `size`.
+    pub fres: Vec<Fre>,
+}
+
+/// Why [`encode`] refused its input. The synthesizer never gives such input;
+/// these are checks of the encoder's contract.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The function at this address has no row.
+    NoRows(u64),
+    /// The function at this address has more rows than V3 can count.
+    TooManyRows(u64),
+    /// Rows of the function at this address are not strictly increasing or
+    /// start at or past its end.
+    BadRowStart(u64),
+    /// The functions at these addresses overlap (or are duplicates).
+    Overlap(u64, u64),
+    /// The function at this address does not start below 2^63 (the
+    /// widest start an i64 field relative to address 0 holds) or ends past
+    /// 2^64.
+    AddressOverflow(u64),
+    /// The section would exceed 4 GiB.
+    TooLarge,
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EncodeError::NoRows(a) => write!(f, "function {a:#x} has no rows"),
+            EncodeError::TooManyRows(a) => {
+                write!(f, "function {a:#x} has more than {MAX_FRES} rows")
+            }
+            EncodeError::BadRowStart(a) => {
+                write!(
+                    f,
+                    "function {a:#x}: row starts out of order or past its end"
+                )
+            }
+            EncodeError::Overlap(a, b) => write!(f, "functions {a:#x} and {b:#x} overlap"),
+            EncodeError::AddressOverflow(a) => write!(f, "function {a:#x}: address out of range"),
+            EncodeError::TooLarge => write!(f, "the section would exceed 4 GiB"),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
+
+/// Width code of the FRE start offsets of a function (`SFRAME_FRE_TYPE_*`)
+/// and its size in bytes: the smallest that holds the last row's start.
+fn fre_type(last_start: u32) -> (u8, usize) {
+    if last_start <= u32::from(u8::MAX) {
+        (0, 1)
+    } else if last_start <= u32::from(u16::MAX) {
+        (1, 2)
+    } else {
+        (2, 4)
+    }
+}
+
+/// Offset size code of an FRE (`SFRAME_FRE_OFFSET_*_BYTES`) and its size:
+/// the smallest signed width that holds every data word.
+fn offset_size(words: &[i32]) -> (u8, usize) {
+    if words.iter().all(|&w| i8::try_from(w).is_ok()) {
+        (0, 1)
+    } else if words.iter().all(|&w| i16::try_from(w).is_ok()) {
+        (1, 2)
+    } else {
+        (2, 4)
+    }
+}
+
+/// Append the FRE `fre` with a start offset of `addr_size` bytes.
+fn push_fre(out: &mut Vec<u8>, fre: &Fre, addr_size: usize) {
+    out.extend(fre.start.to_le_bytes().into_iter().take(addr_size));
+    // (CFA base is SP, data words, their count). The RA word is absent: the
+    // header fixes it at CFA - 8.
+    let (sp, words, count): (bool, [i32; 2], u8) = match fre.rule {
+        Rule::Frame {
+            cfa_base,
+            cfa_offset,
+            fp_offset: Some(fp),
+        } => (cfa_base == CfaBase::Sp, [cfa_offset, fp], 2),
+        Rule::Frame {
+            cfa_base,
+            cfa_offset,
+            fp_offset: None,
+        } => (cfa_base == CfaBase::Sp, [cfa_offset, 0], 1),
+        // GNU as writes the outermost FRE as info 0, no words.
+        Rule::Outermost => (false, [0, 0], 0),
+    };
+    let words = words.get(..usize::from(count)).unwrap_or(&[]);
+    let (size_code, size) = offset_size(words);
+    out.push((size_code << 5) | (count << 1) | u8::from(sp));
+    for &w in words {
+        out.extend(w.to_le_bytes().into_iter().take(size));
+    }
+}
+
+/// Check one function's rows.
+fn check(f: &Function) -> Result<(), EncodeError> {
+    if f.fres.is_empty() {
+        return Err(EncodeError::NoRows(f.start));
+    }
+    if f.fres.len() > MAX_FRES {
+        return Err(EncodeError::TooManyRows(f.start));
+    }
+    let mut prev: Option<u32> = None;
+    for fre in &f.fres {
+        if fre.start >= f.size || prev.is_some_and(|p| fre.start <= p) {
+            return Err(EncodeError::BadRowStart(f.start));
+        }
+        prev = Some(fre.start);
+    }
+    f.start
+        .checked_add(u64::from(f.size))
+        .ok_or(EncodeError::AddressOverflow(f.start))?;
+    Ok(())
+}
+
+/// Encode `functions` (in any order) as an SFrame V3 section for AMD64
+/// located at address 0 (see the module documentation).
+pub fn encode(functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
+    let mut order: Vec<&Function> = functions.iter().collect();
+    order.sort_by_key(|f| f.start);
+    let mut prev: Option<&Function> = None;
+    for f in &order {
+        check(f)?;
+        if let Some(p) = prev {
+            // Checked by `check`: no overflow.
+            if f.start < p.start.saturating_add(u64::from(p.size)) {
+                return Err(EncodeError::Overlap(p.start, f.start));
+            }
+        }
+        prev = Some(f);
+    }
+
+    // The FRE area first: the FDEs point into it.
+    let mut fres = Vec::new();
+    let mut attr_offs = Vec::with_capacity(order.len());
+    let mut num_fres: usize = 0;
+    for f in &order {
+        attr_offs.push(u32::try_from(fres.len()).map_err(|_| EncodeError::TooLarge)?);
+        let last = f.fres.last().map_or(0, |r| r.start);
+        let (ty, addr_size) = fre_type(last);
+        // Checked by `check`: at most 0xffff rows.
+        let n = u16::try_from(f.fres.len()).map_err(|_| EncodeError::TooManyRows(f.start))?;
+        fres.extend(n.to_le_bytes());
+        // PC type "increment" (bit 4 clear), bit 7 marks a signal trampoline.
+        fres.push(ty | if f.signal_frame { 0x80 } else { 0 });
+        fres.push(0); // info2: SFRAME_FDE_TYPE_DEFAULT
+        fres.push(0); // rep_size: only for PC-mask FDEs
+        for fre in &f.fres {
+            push_fre(&mut fres, fre, addr_size);
+        }
+        num_fres = num_fres.saturating_add(f.fres.len());
+    }
+
+    let too_large = |_| EncodeError::TooLarge;
+    let fde_bytes = order
+        .len()
+        .checked_mul(FDE_SIZE)
+        .ok_or(EncodeError::TooLarge)?;
+    let total = HEADER_SIZE
+        .checked_add(fde_bytes)
+        .and_then(|n| n.checked_add(fres.len()))
+        .ok_or(EncodeError::TooLarge)?;
+    u32::try_from(total).map_err(too_large)?;
+
+    let mut out = Vec::with_capacity(total);
+    out.extend(MAGIC.to_le_bytes());
+    out.push(VERSION_3);
+    out.push(F_FDE_SORTED | F_FDE_FUNC_START_PCREL);
+    out.push(ABI_AMD64_LE);
+    out.push(0); // no fixed FP offset: FREs say where RBP is
+    out.extend(FIXED_RA_OFFSET.to_le_bytes());
+    out.push(0); // no auxiliary header
+    out.extend(u32::try_from(order.len()).map_err(too_large)?.to_le_bytes());
+    out.extend(u32::try_from(num_fres).map_err(too_large)?.to_le_bytes());
+    out.extend(u32::try_from(fres.len()).map_err(too_large)?.to_le_bytes());
+    out.extend(0u32.to_le_bytes()); // FDEs right after the header
+    out.extend(u32::try_from(fde_bytes).map_err(too_large)?.to_le_bytes());
+
+    for (f, attr) in order.iter().zip(&attr_offs) {
+        // PC-relative: the start is stored relative to this field, and the
+        // section sits at 0, so the field's address is its offset.
+        let field = i64::try_from(out.len()).map_err(too_large)?;
+        let start = i64::try_from(f.start)
+            .ok()
+            .and_then(|s| s.checked_sub(field))
+            // Only addresses below 2^63 (all user space) are representable.
+            .ok_or(EncodeError::AddressOverflow(f.start))?;
+        out.extend(start.to_le_bytes());
+        out.extend(f.size.to_le_bytes());
+        out.extend(attr.to_le_bytes());
+    }
+    out.extend(fres);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sframe::{Base, Error, FreType, RegRule, Section, Version};
+
+    fn frame(cfa_base: CfaBase, cfa_offset: i32, fp_offset: Option<i32>) -> Rule {
+        Rule::Frame {
+            cfa_base,
+            cfa_offset,
+            fp_offset,
+        }
+    }
+
+    fn func(start: u64, size: u32, fres: &[(u32, Rule)]) -> Function {
+        Function {
+            start,
+            size,
+            signal_frame: false,
+            fres: fres
+                .iter()
+                .map(|&(start, rule)| Fre { start, rule })
+                .collect(),
+        }
+    }
+
+    /// Check a decoded row against the rule it was encoded from.
+    fn check_row(row: &sframe::Row, f: &Function, fre: &Fre) {
+        let pc = row.func_start + u64::from(row.fre_start);
+        assert_eq!(row.func_start, f.start);
+        assert_eq!(row.func_size, f.size);
+        assert_eq!(row.fre_start, fre.start);
+        assert_eq!(row.signal_frame, f.signal_frame);
+        match fre.rule {
+            Rule::Outermost => assert!(row.outermost, "{pc:#x}"),
+            Rule::Frame {
+                cfa_base,
+                cfa_offset,
+                fp_offset,
+            } => {
+                assert!(!row.outermost);
+                let base = match cfa_base {
+                    CfaBase::Sp => Base::Sp,
+                    CfaBase::Fp => Base::Fp,
+                };
+                assert_eq!((row.cfa.base, row.cfa.offset), (base, cfa_offset));
+                assert!(!row.cfa.deref);
+                assert_eq!(row.ra, RegRule::CfaOffset(-8));
+                let fp = fp_offset.map_or(RegRule::SameValue, RegRule::CfaOffset);
+                assert_eq!(row.fp, fp, "{pc:#x}");
+            }
+        }
+    }
+
+    /// Decode `bytes` at address 0, validate, check every FRE, and look up
+    /// every byte of every function of up to 1000 rows (a lookup scans the
+    /// rows: more would take quadratic time), else the first and last byte
+    /// of every 1000th row.
+    fn round_trip<'a>(functions: &[Function], bytes: &'a [u8]) -> Section<&'a [u8]> {
+        let mut sec = Section::new(bytes, bytes.len() as u32, 0).unwrap();
+        sec.validate().unwrap();
+        let h = *sec.header();
+        assert_eq!(h.version, Version::V3);
+        assert_eq!(h.flags, 0x5);
+        assert_eq!(h.cfa_fixed_ra_offset, -8);
+        assert_eq!(h.num_fdes as usize, functions.len());
+        for f in functions {
+            let fde = sec.find_fde(f.start).unwrap();
+            let mut j = 0;
+            sec.for_each_fre(&fde, |_, row| {
+                check_row(row, f, &f.fres[j]);
+                j += 1;
+            })
+            .unwrap();
+            assert_eq!(j, f.fres.len());
+            let end = f.start + u64::from(f.size);
+            let pcs: Vec<u64> = if f.fres.len() <= 1000 {
+                (f.start..end).collect()
+            } else {
+                f.fres
+                    .iter()
+                    .enumerate()
+                    .step_by(1000)
+                    .flat_map(|(i, r)| {
+                        let next = f
+                            .fres
+                            .get(i + 1)
+                            .map_or(end, |n| f.start + u64::from(n.start));
+                        [f.start + u64::from(r.start), next - 1]
+                    })
+                    .collect()
+            };
+            for pc in pcs {
+                let off = (pc - f.start) as u32;
+                let fre = f.fres.iter().rev().find(|r| r.start <= off).unwrap();
+                check_row(&sec.find(pc).unwrap(), f, fre);
+            }
+            // The byte at its end is not its own.
+            if let Ok(row) = sec.find(end) {
+                assert_ne!(row.func_start, f.start);
+            }
+        }
+        sec
+    }
+
+    /// The width of the data words of FRE `j` of FDE `i`.
+    fn word_size(sec: &mut Section<&[u8]>, i: u32, j: u32) -> u8 {
+        let fde = sec.fde(i).unwrap();
+        sec.fre_raw(&fde, j).unwrap().word_size()
+    }
+
+    #[test]
+    fn one_row() {
+        let f = [func(0x1000, 16, &[(0, frame(CfaBase::Sp, 8, None))])];
+        let bytes = encode(&f).unwrap();
+        // Header, one FDE, attribute record, FRE of 1 + 1 + 1 bytes.
+        assert_eq!(bytes.len(), 28 + 16 + 5 + 3);
+        let mut sec = round_trip(&f, &bytes);
+        assert_eq!(sec.find(0xfff), Err(Error::NotCovered));
+        assert_eq!(sec.find(0x1010), Err(Error::NotCovered));
+        let fde = sec.fde(0).unwrap();
+        assert_eq!(fde.fre_type, FreType::Addr1);
+        assert_eq!(fde.num_fres, 1);
+    }
+
+    #[test]
+    fn many_rows_and_functions() {
+        let prologue = [
+            (0, frame(CfaBase::Sp, 8, None)),
+            (1, frame(CfaBase::Sp, 16, Some(-16))),
+            (4, frame(CfaBase::Fp, 16, Some(-16))),
+            (40, frame(CfaBase::Sp, 8, None)),
+            (41, frame(CfaBase::Fp, 16, Some(-16))),
+        ];
+        let mut sig = func(0x3000, 8, &[(0, frame(CfaBase::Sp, 160, None))]);
+        sig.signal_frame = true;
+        // Given out of order: the encoder sorts.
+        let f = [
+            func(0x2000, 64, &prologue),
+            func(0x1000, 49, &[(0, Rule::Outermost)]),
+            sig,
+            func(
+                0x2040,
+                30,
+                &[
+                    (0, frame(CfaBase::Sp, 8, None)),
+                    (2, Rule::Outermost),
+                    (9, frame(CfaBase::Sp, 24, Some(-24))),
+                ],
+            ),
+        ];
+        let bytes = encode(&f).unwrap();
+        let mut sec = round_trip(&f, &bytes);
+        let starts: Vec<u64> = (0..4).map(|i| sec.fde(i).unwrap().func_start).collect();
+        assert_eq!(starts, [0x1000, 0x2000, 0x2040, 0x3000]);
+        assert!(sec.fde(3).unwrap().signal_frame);
+        assert_eq!(sec.header().num_fres, 10);
+    }
+
+    #[test]
+    fn fre_start_width_follows_the_last_row() {
+        // 300 bytes, rows all below 256: 1-byte starts are enough.
+        let small = func(
+            0x1000,
+            300,
+            &[
+                (0, frame(CfaBase::Sp, 8, None)),
+                (255, frame(CfaBase::Sp, 16, None)),
+            ],
+        );
+        // A row at 256 needs 2 bytes.
+        let wide = func(
+            0x2000,
+            300,
+            &[
+                (0, frame(CfaBase::Sp, 8, None)),
+                (256, frame(CfaBase::Sp, 16, None)),
+            ],
+        );
+        // A row at 65535 still fits 2 bytes; 65536 needs 4.
+        let big = func(
+            0x10000,
+            70000,
+            &[
+                (0, frame(CfaBase::Sp, 8, None)),
+                (65535, frame(CfaBase::Sp, 16, None)),
+            ],
+        );
+        let huge = func(
+            0x100000,
+            0x30000,
+            &[
+                (0, frame(CfaBase::Sp, 8, None)),
+                (1, frame(CfaBase::Sp, 16, Some(-16))),
+                (0x10000, frame(CfaBase::Fp, 16, Some(-16))),
+                (0x2ffff, frame(CfaBase::Sp, 8, None)),
+            ],
+        );
+        let f = [small, wide, big, huge];
+        let bytes = encode(&f).unwrap();
+        let mut sec = round_trip(&f, &bytes);
+        let types: Vec<FreType> = (0..4).map(|i| sec.fde(i).unwrap().fre_type).collect();
+        assert_eq!(
+            types,
+            [
+                FreType::Addr1,
+                FreType::Addr2,
+                FreType::Addr2,
+                FreType::Addr4
+            ]
+        );
+    }
+
+    #[test]
+    fn data_word_width_follows_the_largest_offset() {
+        let rows = [
+            (0, frame(CfaBase::Sp, 127, Some(-128))), // 1 byte
+            (1, frame(CfaBase::Sp, 128, Some(-16))),  // 2 bytes (CFA)
+            (2, frame(CfaBase::Sp, 16, Some(-129))),  // 2 bytes (FP)
+            (3, frame(CfaBase::Fp, -32768, None)),    // 2 bytes
+            (4, frame(CfaBase::Sp, 32768, None)),     // 4 bytes
+            (5, frame(CfaBase::Sp, 8, Some(-70000))), // 4 bytes (FP)
+            (6, frame(CfaBase::Sp, i32::MAX, Some(i32::MIN))),
+            (7, Rule::Outermost), // no words
+        ];
+        let f = [func(0x1000, 8, &rows)];
+        let bytes = encode(&f).unwrap();
+        let mut sec = round_trip(&f, &bytes);
+        let sizes: Vec<u8> = (0..7).map(|j| word_size(&mut sec, 0, j)).collect();
+        assert_eq!(sizes, [1, 2, 2, 2, 4, 4, 4]);
+        let fde = sec.fde(0).unwrap();
+        assert_eq!(sec.fre_raw(&fde, 7).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn most_rows_v3_can_count() {
+        let rows: Vec<(u32, Rule)> = (0..MAX_FRES as u32)
+            .map(|i| (i, frame(CfaBase::Sp, 8 + 8 * (i as i32 % 2), None)))
+            .collect();
+        let f = [func(0x400000, MAX_FRES as u32 + 1, &rows)];
+        let bytes = encode(&f).unwrap();
+        round_trip(&f, &bytes);
+        let mut too_many = f[0].clone();
+        too_many.size += 1;
+        too_many.fres.push(Fre {
+            start: MAX_FRES as u32,
+            rule: Rule::Outermost,
+        });
+        assert_eq!(encode(&[too_many]), Err(EncodeError::TooManyRows(0x400000)));
+    }
+
+    #[test]
+    fn section_at_zero_is_link_time_addresses() {
+        // Near the top of user space, as a PIE's text would never be, and a
+        // function at 0.
+        let f = [
+            func(0, 4, &[(0, frame(CfaBase::Sp, 8, None))]),
+            func(0x7fff_ffff_f000, 4, &[(0, frame(CfaBase::Sp, 8, None))]),
+        ];
+        let bytes = encode(&f).unwrap();
+        round_trip(&f, &bytes);
+        // Decoded as if at a load bias, everything moves by the bias.
+        let bias = 0x5555_5555_4000u64;
+        let mut sec = Section::new(&bytes[..], bytes.len() as u32, bias).unwrap();
+        sec.validate().unwrap();
+        assert_eq!(sec.find(bias + 2).unwrap().func_start, bias);
+        assert_eq!(sec.find(2), Err(Error::NotCovered));
+    }
+
+    #[test]
+    fn empty_section() {
+        let bytes = encode(&[]).unwrap();
+        assert_eq!(bytes.len(), 28);
+        let mut sec = Section::new(&bytes[..], 28, 0).unwrap();
+        sec.validate().unwrap();
+        assert_eq!(sec.find(0x1000), Err(Error::NotCovered));
+    }
+
+    #[test]
+    fn contract_violations_are_errors() {
+        let ok = frame(CfaBase::Sp, 8, None);
+        assert_eq!(
+            encode(&[func(0x10, 4, &[])]),
+            Err(EncodeError::NoRows(0x10))
+        );
+        assert_eq!(
+            encode(&[func(0x10, 4, &[(0, ok), (0, ok)])]),
+            Err(EncodeError::BadRowStart(0x10))
+        );
+        assert_eq!(
+            encode(&[func(0x10, 4, &[(4, ok)])]),
+            Err(EncodeError::BadRowStart(0x10))
+        );
+        assert_eq!(
+            encode(&[func(0x10, 4, &[(0, ok)]), func(0x13, 4, &[(0, ok)])]),
+            Err(EncodeError::Overlap(0x10, 0x13))
+        );
+        assert_eq!(
+            encode(&[func(u64::MAX - 1, 4, &[(0, ok)])]),
+            Err(EncodeError::AddressOverflow(u64::MAX - 1))
+        );
+        assert_eq!(
+            encode(&[func(1 << 63, 4, &[(0, ok)])]),
+            Err(EncodeError::AddressOverflow(1 << 63))
+        );
+    }
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `sframe-synth`: write SFrame V3 sections synthesized from `.eh_frame`.
+
+#![forbid(unsafe_code)]
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use sframe_synth::{elf, synthesize};
+
+const HELP: &str = "\
+sframe-synth: synthesize an SFrame V3 section from the .eh_frame of an
+x86_64 ELF executable or shared object built without SFrame.
+
+Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
+
+  --cache DIR  write DIR/<GNU build ID in hex>.sframe for every OBJECT
+               (DIR is created; each file is written to a temporary file
+               and renamed into place)
+  -o OUT       write the section of the one OBJECT to OUT (same way)
+  --report     print per object: FDEs, functions encoded, text bytes
+               covered, section size against .eh_frame, and how many
+               functions were left out for which reason
+  -h, --help   print this text
+
+A function is encoded only if every row of its CFI is CFA = RSP or RBP +
+offset, return address at CFA - 8 and RBP unchanged or saved at CFA +
+offset (a row with the return address undefined is encoded as outermost).
+Other functions (CFA expressions such as .plt entries, a CFA in another
+register as after stack realignment, ...) are left out, so that the kernel
+falls back to frame pointers for them. Objects that already carry SFrame
+(.sframe section or PT_GNU_SFRAME) are skipped.
+
+Address convention: the section is encoded as if it were located at address
+0 of the object's link-time address space, i.e. its function start
+addresses are the object's link-time virtual addresses (st_value, FDE
+pc_begin). At run time, decode it as if it sat at the object's load bias:
+register it with prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER) and
+UNWIND_USER_SFRAME_F_ADDR, sframe_addr = load bias.
+
+Exit status: 0 if every OBJECT was written (or skipped), 1 if one failed,
+2 on a usage error.
+";
+
+/// Command line options.
+struct Options {
+    cache: Option<PathBuf>,
+    out: Option<PathBuf>,
+    report: bool,
+    objects: Vec<PathBuf>,
+}
+
+/// Parse the command line; `Err` holds the message for a usage error,
+/// `Ok(None)` means help was printed.
+fn parse_args(args: impl Iterator<Item = OsString>) -> Result<Option<Options>, String> {
+    let mut o = Options {
+        cache: None,
+        out: None,
+        report: false,
+        objects: Vec::new(),
+    };
+    let mut args = args.peekable();
+    let mut only_files = false;
+    while let Some(a) = args.next() {
+        if only_files {
+            o.objects.push(a.into());
+            continue;
+        }
+        let s = a.to_string_lossy();
+        let mut value = |name: &str| {
+            args.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| format!("{name} needs an argument"))
+        };
+        match s.as_ref() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Ok(None);
+            }
+            "--report" => o.report = true,
+            "--cache" => o.cache = Some(value("--cache")?),
+            "-o" => o.out = Some(value("-o")?),
+            "--" => only_files = true,
+            _ if s.starts_with("--cache=") => {
+                o.cache = Some(PathBuf::from(s.trim_start_matches("--cache=")));
+            }
+            _ if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s}")),
+            _ => o.objects.push(a.into()),
+        }
+    }
+    if o.objects.is_empty() {
+        return Err("no OBJECT given".into());
+    }
+    if o.out.is_some() && o.objects.len() > 1 {
+        return Err("-o takes one OBJECT; use --cache for several".into());
+    }
+    if o.cache.is_none() && o.out.is_none() && !o.report {
+        return Err("nothing to do: give --cache DIR, -o OUT or --report".into());
+    }
+    Ok(Some(o))
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory
+/// and a rename, so that readers never see a partial file.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let result = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
+/// Process one object. `Ok` carries nothing: messages are printed here.
+fn run_one(path: &Path, o: &Options) -> Result<(), String> {
+    let data = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let obj = elf::read_elf(&data).map_err(|e| e.to_string())?;
+    let id = obj.build_id_hex();
+    if obj.has_sframe {
+        eprintln!(
+            "sframe-synth: {}: has its own SFrame section (.sframe / PT_GNU_SFRAME), skipped",
+            path.display()
+        );
+        return Ok(());
+    }
+    let syn = synthesize(&obj).map_err(|e| e.to_string())?;
+    let mut written = Vec::new();
+    if let Some(dir) = &o.cache {
+        // A build ID names the file: refuse what cannot be a sane name.
+        let id = id
+            .as_deref()
+            .filter(|h| (2..=128).contains(&h.len()))
+            .ok_or("no usable GNU build ID (NT_GNU_BUILD_ID) to name the cache file; use -o")?;
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let file = dir.join(format!("{id}.sframe"));
+        write_atomic(&file, &syn.section)?;
+        written.push(file);
+    }
+    if let Some(out) = &o.out {
+        write_atomic(out, &syn.section)?;
+        written.push(out.clone());
+    }
+    if o.report {
+        println!(
+            "{} (build ID {}){}",
+            path.display(),
+            id.as_deref().unwrap_or("none"),
+            written
+                .iter()
+                .map(|w| format!(" -> {}", w.display()))
+                .collect::<String>()
+        );
+        print!("{}", syn.stats);
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_args(std::env::args_os().skip(1)) {
+        Ok(Some(o)) => o,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("sframe-synth: {msg}\nTry 'sframe-synth --help'.");
+            return ExitCode::from(2);
+        }
+    };
+    let mut failed = false;
+    for path in &opts.objects {
+        if let Err(msg) = run_one(path, &opts) {
+            eprintln!("sframe-synth: {}: {msg}", path.display());
+            failed = true;
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
