@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `sframe-synth` command: outputs, skips, usage and input errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const LIBZ: &str = "/lib/x86_64-linux-gnu/libz.so.1";
+/// A binary built with SFrame by binutils 2.47.50 (the decoder's corpus).
+const WITH_SFRAME: &str = "../../../rust/sframe/tests/corpus/bin/many.v3";
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sframe-synth"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sframe-synth-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn files_in(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn have(path: &str) -> bool {
+    let ok = Path::new(path).exists();
+    if !ok {
+        println!("note: {path} does not exist, skipped");
+    }
+    ok
+}
+
+#[test]
+fn help_documents_the_address_convention() {
+    let o = run(&["--help"]);
+    assert!(o.status.success());
+    let h = stdout(&o);
+    assert!(h.contains("Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT..."));
+    assert!(
+        h.contains("as if it were located at address\n0 of the object's link-time address space")
+    );
+    assert!(h.contains("load bias"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &[][..],
+        &["--report"][..],
+        &[LIBZ][..],
+        &["-o", "/tmp/x", LIBZ, LIBZ][..],
+        &["--bogus", LIBZ][..],
+        &["--cache"][..],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("Try 'sframe-synth --help'"), "{args:?}");
+    }
+}
+
+#[test]
+fn cache_and_output_files() {
+    if !have(LIBZ) {
+        return;
+    }
+    let d = scratch("cache");
+    let cache = d.join("a/b");
+    let out = d.join("libz.sframe");
+    let o = run(&[
+        "--report",
+        "--cache",
+        cache.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        LIBZ,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let data = std::fs::read(LIBZ).unwrap();
+    let obj = sframe_synth::elf::read_elf(&data).unwrap();
+    let id = obj.build_id_hex().unwrap();
+    let expected = sframe_synth::synthesize(&obj).unwrap().section;
+    // Named by the build ID, nothing else left behind (no temporary file).
+    assert_eq!(files_in(&cache), [format!("{id}.sframe")]);
+    assert_eq!(
+        std::fs::read(cache.join(format!("{id}.sframe"))).unwrap(),
+        expected
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), expected);
+    assert_eq!(files_in(&d), ["a", "libz.sframe"]);
+    let r = stdout(&o);
+    assert!(r.contains(&format!("(build ID {id})")), "{r}");
+    assert!(r.contains("functions encoded"), "{r}");
+    assert!(r.contains("left out: cfa expression 1"), "{r}");
+
+    // Written again: replaced in place.
+    let o = run(&["--cache", cache.to_str().unwrap(), LIBZ]);
+    assert!(o.status.success());
+    assert_eq!(files_in(&cache), [format!("{id}.sframe")]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn objects_with_sframe_are_skipped() {
+    if !have(WITH_SFRAME) {
+        return;
+    }
+    let d = scratch("skip");
+    let o = run(&["--cache", d.to_str().unwrap(), WITH_SFRAME]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("has its own SFrame section"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(files_in(&d).is_empty());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn bad_inputs_are_errors_not_panics() {
+    let d = scratch("bad");
+    let garbage = d.join("garbage");
+    std::fs::write(&garbage, b"\x7fELF this is not an object").unwrap();
+    let empty = d.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let mut cases = vec![
+        (garbage.clone(), "not a readable ELF object"),
+        (empty.clone(), "not a readable ELF object"),
+        (d.join("missing"), "cannot read"),
+        (
+            PathBuf::from("../../../rust/sframe/tests/corpus/bin/a64.v3"),
+            "not an x86_64",
+        ),
+    ];
+    if have(LIBZ) {
+        let data = std::fs::read(LIBZ).unwrap();
+        let short = d.join("short");
+        std::fs::write(&short, &data[..4096]).unwrap();
+        cases.push((short, "not a readable ELF object"));
+    }
+    for (path, msg) in &cases {
+        let out = d.join("out.sframe");
+        let o = run(&["-o", out.to_str().unwrap(), path.to_str().unwrap()]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{path:?}: {e}");
+        assert!(e.contains(msg), "{path:?}: {e}");
+        assert!(!e.contains("panicked"), "{path:?}: {e}");
+        assert!(!out.exists());
+    }
+    // One bad object among good ones: the others are still written.
+    if have(LIBZ) {
+        let cache = d.join("cache");
+        let o = run(&[
+            "--cache",
+            cache.to_str().unwrap(),
+            garbage.to_str().unwrap(),
+            LIBZ,
+        ]);
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(files_in(&cache).len(), 1);
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
