@@ -92,6 +92,7 @@ kernel: config
 
 host-test:
 	cd rust/sframe && cargo test --release 2>&1 | tee $(KBUILD_DIR)/host-test.log
+	cd tools/unwind_user/sframe_synth && cargo test --release 2>&1 | tee -a $(KBUILD_DIR)/host-test.log
 
 selftests: config
 	$(KMAKE) headers_install INSTALL_HDR_PATH=$(OUT)/usr >/dev/null
