@@ -456,7 +456,7 @@ def main():
     o(f'| warm, marginal frame (slope {shallow}->{deep} chain frames) | | {fmt(marg["sframe"], 0)} | '
       f'{fmt(marg["fp"], 0)} | {fmt(ratio["marginal"])} | |')
     s, f = W['uncovered', deep, 'sframe'], W['uncovered', deep, 'fp']
-    o(f'| warm, deep, section unregistered (SFrame finds no section: its miss path, then fp) | '
+    o(f'| warm, deep, section registered for other text only (SFrame finds no section: its miss path, then fp) | '
       f'{s[2]} | {fmt(s[0], 0)} | {fmt(f[0], 0)} | {fmt(ratio["uncovered"])} '
       f'({fmt(med_ratio("unwind_bench", "uncovered", deep))}) | '
       f'{"yes" if ips.get(("uncovered", deep), {}).get("match") == 1 else "NO"} |')
@@ -579,7 +579,7 @@ def main():
     loops = {kv['unwinder']: kv for kv in select(recs, 'loop')}
     fp_deep = W['step', deep, 'fp'][0]
     o(f'Per frame, warm (fastest round), deep stack: frame pointers {fmt(fp_deep, 0)} ns; SFrame on a frame no '
-      f'section covers (registry miss, signal-trampoline check, then the frame-pointer rule) '
+      f'section covers (registry miss, remembered in the rule cache, then the frame-pointer rule) '
       f'{fmt(W["uncovered", deep, "sframe"][0], 0)} ns; SFrame on covered frames '
       f'{fmt(W["step", deep, "sframe"][0], 0)} ns with {G[0]["fdes"] if G else "?"} FDEs'
       + (f', {fmt(byn[100000]["sf"], 0)} ns with {byn[100000]["fdes"]} FDEs' if 100000 in byn else '')

@@ -224,9 +224,33 @@ static void cmd_info(void)
 static struct unwind_user_sframe self_section(void);
 
 /*
+ * For "uncovered": this executable's section registered for another text,
+ * an executable mapping of the same size, with UNWIND_USER_SFRAME_F_ADDR
+ * moving its functions there. The address space keeps a registration of
+ * as many functions, which no frame of the stack is in: a walk looks up
+ * every frame and finds nothing (an address space with no registration at
+ * all is not looked up in).
+ */
+static void register_elsewhere(const struct unwind_user_sframe *self)
+{
+	struct unwind_user_sframe s = *self;
+	void *text = mmap(NULL, s.text_size, PROT_READ | PROT_EXEC,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (text == MAP_FAILED)
+		die("mmap (other text)");
+	s.text_start = (uintptr_t)text;
+	s.flags = UNWIND_USER_SFRAME_F_ADDR;
+	s.sframe_addr = self->sframe_start + (s.text_start - self->text_start);
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER, &s, sizeof(s), 0))
+		die("prctl REGISTER (other text)");
+}
+
+/*
  * @key is "step", or "uncovered": the same with this executable's section
- * unregistered, so that the SFrame unwinder finds no section for any frame
- * and falls back to the frame-pointer rule for each (its miss path).
+ * registered for another text only (register_elsewhere()), so that the
+ * SFrame unwinder finds no section for any frame and falls back to the
+ * frame-pointer rule for each (its miss path).
  */
 static void cmd_step(const char *key, int depth, unsigned long iters, int rounds)
 {
@@ -236,9 +260,11 @@ static void cmd_step(const char *key, int depth, unsigned long iters, int rounds
 	struct unwind_user_sframe self = self_section();
 	int round, k;
 
-	if (!strcmp(key, "uncovered") &&
-	    prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, self.text_start, 0, 0))
-		die("prctl UNREGISTER (self)");
+	if (!strcmp(key, "uncovered")) {
+		if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, self.text_start, 0, 0))
+			die("prctl UNREGISTER (self)");
+		register_elsewhere(&self);
+	}
 	for (round = 0; round < rounds; round++) {
 		/* Alternate the order so that drift hits both alike. */
 		for (k = 0; k < 2; k++) {

@@ -14,16 +14,15 @@ struct unwind_user_frame;
 
 #ifdef CONFIG_USERSPACE_UNWINDER_SFRAME
 
-int unwind_user_sframe_next(struct mm_struct *mm,
-			    struct unwind_user_state *state,
+bool unwind_user_sframe_start(struct mm_struct *mm,
+			      struct unwind_user_state *state);
+int unwind_user_sframe_next(struct unwind_user_state *state,
 			    struct unwind_user_frame *frame);
-void unwind_user_sframe_done(struct mm_struct *mm,
-			     const struct unwind_user_state *state);
+void unwind_user_sframe_done(const struct unwind_user_state *state);
 int sframe_add_section(unsigned long sframe_start, unsigned long sframe_end,
 		       unsigned long text_start, unsigned long text_end);
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void sframe_mm_free(struct mm_struct *mm);
-bool sframe_mm_has_sections(struct mm_struct *mm);
 void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 		     unsigned long end);
 long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
@@ -31,15 +30,19 @@ long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
 
-static inline int unwind_user_sframe_next(struct mm_struct *mm,
-					  struct unwind_user_state *state,
+static inline bool unwind_user_sframe_start(struct mm_struct *mm,
+					    struct unwind_user_state *state)
+{
+	return false;
+}
+
+static inline int unwind_user_sframe_next(struct unwind_user_state *state,
 					  struct unwind_user_frame *frame)
 {
 	return -ENOENT;
 }
 
-static inline void unwind_user_sframe_done(struct mm_struct *mm,
-					   const struct unwind_user_state *state) {}
+static inline void unwind_user_sframe_done(const struct unwind_user_state *state) {}
 
 static inline int sframe_add_section(unsigned long sframe_start,
 				     unsigned long sframe_end,
@@ -55,11 +58,6 @@ static inline int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm)
 }
 
 static inline void sframe_mm_free(struct mm_struct *mm) {}
-
-static inline bool sframe_mm_has_sections(struct mm_struct *mm)
-{
-	return false;
-}
 
 static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 				   unsigned long end) {}

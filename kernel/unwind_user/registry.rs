@@ -59,6 +59,10 @@ pub(crate) struct Section {
     pub(crate) text_end: usize,
     /// User address of the `.sframe` section.
     pub(crate) sframe_start: usize,
+    /// Address the section's own addresses are relative to: where it
+    /// would sit if loaded with its object. `sframe_start`, except for a
+    /// section kept outside the object (`UNWIND_USER_SFRAME_F_ADDR`).
+    pub(crate) sframe_addr: usize,
     /// Its size in bytes, at most [`MAX_SECTION_SIZE`].
     pub(crate) sframe_len: u32,
 }
@@ -121,69 +125,112 @@ pub(crate) struct CachedRule {
     pub(crate) use_fp: bool,
 }
 
-/// A cache from PC to frame rule, one per [`Table`]: return addresses
-/// repeat across samples, and a hit costs neither a search nor a read of
-/// the section. A new table (any registry change) starts empty, so no
-/// entry outlives the registration it came from.
+/// What the rule cache knows of a PC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cached {
+    /// The frame's rule.
+    Rule(CachedRule),
+    /// No registration covers the PC (nor is it the signal trampoline): the
+    /// frame-pointer rule gets the frame.
+    FramePointer,
+}
+
+/// A cache from PC to frame rule, one per address space: return addresses
+/// repeat across samples, and a hit costs neither a search of the registry
+/// nor a read of a section, so that the steady state of a walk reads only
+/// the stack, like the frame-pointer walk.
+///
+/// Every registry change (a new table, an entry found malformed) advances
+/// the address space's generation and empties the cache, and an entry
+/// holds the generation it was computed in: a walk takes only entries of
+/// the generation it started with (or last looked up in), so none outlives
+/// the registration it came from, even one a racing reader stored after
+/// the cache was emptied.
 ///
 /// Each slot is one 64-bit word, read and written whole, so that readers
-/// and writers on any CPU, NMI included, never see half an entry: bit 63
-/// says the slot is used, bits 62-21 are the key (the entry's index in the
-/// table, 10 bits, and the PC's offset in its text, 32 bits), bits 20-9
-/// the CFA offset (12 bits, signed), bits 8-3 the FP offset in words (6
-/// bits, signed) and bit 1 whether the CFA is based on FP. A rule that
-/// does not fit is not cached.
-struct RuleCache([Atomic<u64>; RuleCache::SLOTS]);
+/// and writers on any CPU, NMI included, never see half an entry. Bits
+/// 63-16 are the key: the PC's bits 46-8 (the slot, picked by a hash of
+/// the PC, says the rest), the generation's low 8 bits and whether the PC
+/// is a return address minus one; bits 15-7 are the CFA offset in words
+/// (9 bits, signed), bits 6-1 the FP offset in words (6 bits, signed), bit
+/// 0 whether the CFA is based on FP. A rule with a CFA offset of 0 (which
+/// the step refuses anyway) means [`Cached::FramePointer`]. A rule that
+/// does not fit is not cached; a PC above 2^47 is not cached.
+pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SLOTS]);
 
 impl RuleCache {
     const SLOTS: usize = 256;
-    const USED: u64 = 1 << 63;
-    const KEY_SHIFT: u32 = 21;
-    const KEY_MASK: u64 = (1 << 42) - 1;
 
-    fn new() -> Self {
-        RuleCache(core::array::from_fn(|_| Atomic::new(0)))
+    pub(crate) fn new() -> Result<KBox<Self>> {
+        Ok(KBox::new(
+            RuleCache(core::array::from_fn(|_| Atomic::new(0))),
+            gfp(),
+        )?)
     }
 
-    /// The key of the PC `off` bytes into the text of entry `entry`.
-    fn key(entry: usize, off: u64) -> Option<u64> {
-        let entry = u64::try_from(entry).ok().filter(|&e| e < 1 << 10)?;
-        Some(entry << 32 | u64::from(u32::try_from(off).ok()?))
-    }
-
-    fn slot(&self, key: u64) -> Option<&Atomic<u64>> {
-        let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56;
-        self.0.get(h as usize)
-    }
-
-    fn get(&self, key: u64) -> Option<CachedRule> {
-        let w = self.slot(key)?.load(Relaxed);
-        if w & Self::USED == 0 || (w >> Self::KEY_SHIFT) & Self::KEY_MASK != key {
+    /// The key of `pc` (`adj`: a return address minus one) in generation
+    /// `gen`; `None` for a PC the cache does not hold.
+    fn key(pc: usize, adj: bool, gen: u64) -> Option<u64> {
+        let pc = pc as u64;
+        if pc >> 47 != 0 || pc < 4096 {
             return None;
         }
-        // Sign-extend the 12- and 6-bit fields.
-        let cfa_off = (((w >> 9) as i64) << 52 >> 52) as i32;
-        let fp_words = (((w >> 3) as i64) << 58 >> 58) as i32;
-        Some(CachedRule {
-            cfa_off,
-            fp_off: fp_words * 8,
-            use_fp: w & 2 != 0,
-        })
+        Some((pc >> 8) << 9 | (gen & 0xff) << 1 | u64::from(adj))
     }
 
-    fn put(&self, key: u64, r: CachedRule) {
-        let fits = (-2048..2048).contains(&r.cfa_off)
-            && r.fp_off % 8 == 0
-            && (-256..256).contains(&r.fp_off);
-        let Some(slot) = self.slot(key).filter(|_| fits) else {
-            return;
+    /// The slot of `pc`: a hash of its low 32 bits, whose low 8 bits and
+    /// the key's PC bits give back the whole PC.
+    fn slot(&self, pc: usize) -> Option<&Atomic<u64>> {
+        let pc = pc as u64;
+        let h = pc ^ pc >> 8 ^ pc >> 16 ^ pc >> 24;
+        self.0.get((h & 0xff) as usize)
+    }
+
+    pub(crate) fn get(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
+        let key = Self::key(pc, adj, gen)?;
+        let w = self.slot(pc)?.load(Relaxed);
+        if w >> 16 != key {
+            return None;
+        }
+        if w & 0xffff == 0 {
+            return Some(Cached::FramePointer);
+        }
+        // Sign-extend the 9- and 6-bit fields.
+        let cfa_words = (((w >> 7) as i64) << 55 >> 55) as i32;
+        let fp_words = (((w >> 1) as i64) << 58 >> 58) as i32;
+        Some(Cached::Rule(CachedRule {
+            cfa_off: cfa_words * 8,
+            fp_off: fp_words * 8,
+            use_fp: w & 1 != 0,
+        }))
+    }
+
+    fn put(&self, pc: usize, adj: bool, gen: u64, c: Cached) {
+        let rule = match c {
+            Cached::FramePointer => 0,
+            Cached::Rule(r) => {
+                let fits = r.cfa_off != 0
+                    && r.cfa_off % 8 == 0
+                    && (-256..256).contains(&(r.cfa_off / 8))
+                    && r.fp_off % 8 == 0
+                    && (-32..32).contains(&(r.fp_off / 8));
+                if !fits {
+                    return;
+                }
+                let cfa = ((r.cfa_off / 8) as u64) & 0x1ff;
+                let fp = ((r.fp_off / 8) as u64) & 0x3f;
+                cfa << 7 | fp << 1 | u64::from(r.use_fp)
+            }
         };
-        let cfa = (r.cfa_off as u64) & 0xfff;
-        let fp = ((r.fp_off / 8) as u64) & 0x3f;
-        slot.store(
-            Self::USED | key << Self::KEY_SHIFT | cfa << 9 | fp << 3 | u64::from(r.use_fp) << 1,
-            Relaxed,
-        );
+        if let (Some(key), Some(slot)) = (Self::key(pc, adj, gen), self.slot(pc)) {
+            slot.store(key << 16 | rule, Relaxed);
+        }
+    }
+
+    fn clear(&self) {
+        for slot in &self.0 {
+            slot.store(0, Relaxed);
+        }
     }
 }
 
@@ -198,20 +245,15 @@ pub(crate) struct Found {
     pub(crate) header: sframe::Header,
     /// The function containing the PC, if any: (its index, its FDE).
     pub(crate) fde: Option<(u32, sframe::PackedFde)>,
-    /// The table it was found in and the PC's key in its rule cache, for
-    /// [`SframeMm::remember`].
-    table_gen: u64,
-    cache_key: Option<u64>,
 }
 
-/// What [`SframeMm::lookup`] found for a PC.
-pub(crate) enum Lookup {
-    /// No registration covers it.
-    None,
-    /// A rule the cache had for it.
-    Cached(CachedRule),
-    /// The registration and function to read its row from.
-    Found(Found),
+/// What [`SframeMm::lookup`] found for a PC, in generation `gen` of the
+/// registry.
+pub(crate) struct Lookup {
+    /// The registration covering the PC and its function, if any.
+    pub(crate) found: Option<Found>,
+    /// The generation the lookup saw, for [`SframeMm::remember`].
+    pub(crate) gen: u64,
 }
 
 /// A table slot: the section and whether an unwind found it malformed.
@@ -237,10 +279,6 @@ struct Table {
     /// For `call_rcu()`; the table is boxed, so it does not move.
     rcu: Opaque<bindings::callback_head>,
     entries: KVVec<Entry>,
-    /// Unique in the address space, set when published: tells a reader
-    /// that the table it found a PC in is still the current one.
-    gen: u64,
-    cache: RuleCache,
 }
 
 impl Table {
@@ -274,8 +312,6 @@ impl Table {
             Table {
                 rcu: Opaque::uninit(),
                 entries,
-                gen: 0,
-                cache: RuleCache::new(),
             },
             gfp(),
         )?)
@@ -353,6 +389,9 @@ pub(crate) struct SframeMm {
     table: Atomic<*mut Table>,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
+    /// Advanced on every change a cached rule may depend on.
+    gen: Atomic<u64>,
+    cache: KBox<RuleCache>,
     pub(crate) counters: Counters,
 }
 
@@ -387,6 +426,8 @@ impl SframeMm {
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
                 next_id: Atomic::new(1),
+                gen: Atomic::new(0),
+                cache: RuleCache::new()?,
                 counters: Counters {
                     sframe_frames: Atomic::new(0),
                     fp_fallbacks: Atomic::new(0),
@@ -440,10 +481,22 @@ impl SframeMm {
         unsafe { self.table.load(Acquire).as_ref() }
     }
 
+    /// The generation of the registry now: what a walk starts with.
+    pub(crate) fn gen(&self) -> u64 {
+        self.gen.load(Acquire)
+    }
+
+    /// Starts a new generation: no walk that starts later takes a rule
+    /// cached before, and the cache is emptied for them.
+    fn invalidate(&self) {
+        self.gen.fetch_add(1, Full);
+        self.cache.clear();
+    }
+
     /// Publishes `new`, retiring the old table after a grace period.
-    fn publish(&self, mut new: KBox<Table>) {
-        new.gen = self.next_id.fetch_add(1, Relaxed);
+    fn publish(&self, new: KBox<Table>) {
         let old = self.table.xchg(KBox::into_raw(new), Full);
+        self.invalidate();
         if !old.is_null() {
             // SAFETY: `old` came from `KBox::into_raw` and is no longer
             // reachable from `self`; `free_table_rcu` frees it after all
@@ -522,11 +575,13 @@ impl SframeMm {
         }
         match Table::rebuild(Some(old), |e| !hit(e), None) {
             Ok(t) => self.publish(t),
-            Err(_) => old
-                .entries
-                .iter()
-                .filter(|e| hit(&e.section))
-                .for_each(|e| e.dead.store(true, Relaxed)),
+            Err(_) => {
+                old.entries
+                    .iter()
+                    .filter(|e| hit(&e.section))
+                    .for_each(|e| e.dead.store(true, Relaxed));
+                self.invalidate();
+            }
         }
     }
 
@@ -552,40 +607,44 @@ impl SframeMm {
         self.table(&guard).map(|t| t.live().count()).unwrap_or(0)
     }
 
+    /// Whether any section is registered (a dead one counts until the next
+    /// writer removes it): walks that find none use frame pointers only.
+    pub(crate) fn has_sections(&self) -> bool {
+        let guard = rcu::read_lock();
+        self.table(&guard).is_some_and(|t| !t.entries.is_empty())
+    }
+
+    /// The rule cache, read without a lock.
+    pub(crate) fn cached(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
+        self.cache.get(pc, adj, gen)
+    }
+
     /// The registration covering `pc` and the function there, copied out
     /// under RCU: no user memory is read.
     pub(crate) fn lookup(&self, pc: usize) -> Lookup {
         let guard = rcu::read_lock();
-        let Some(t) = self.table(&guard) else {
-            return Lookup::None;
-        };
-        let Some((i, e)) = t.find(pc) else {
-            return Lookup::None;
-        };
-        let off = pc.wrapping_sub(e.section.text_start) as u64;
-        let cache_key = RuleCache::key(i, off);
-        if let Some(rule) = cache_key.and_then(|k| t.cache.get(k)) {
-            return Lookup::Cached(rule);
-        }
-        Lookup::Found(Found {
-            section: e.section,
-            id: e.id,
-            header: e.fdes.header,
-            fde: e.fdes.find(off),
-            table_gen: t.gen,
-            cache_key,
-        })
+        // Read before the table: a rule found in this table and cached with
+        // this generation is then never newer than its generation says.
+        let gen = self.gen();
+        let found = self.table(&guard).and_then(|t| t.find(pc)).map(|(_, e)| {
+            let off = pc.wrapping_sub(e.section.text_start) as u64;
+            Found {
+                section: e.section,
+                id: e.id,
+                header: e.fdes.header,
+                fde: e.fdes.find(off),
+            }
+        });
+        Lookup { found, gen }
     }
 
-    /// Caches `rule` for the PC of `found`, if the table it was found in is
-    /// still the current one (else it may describe a registration that is
-    /// gone, and the new table's cache must not have it).
-    pub(crate) fn remember(&self, found: &Found, rule: CachedRule) {
-        let guard = rcu::read_lock();
-        if let (Some(t), Some(key)) = (self.table(&guard), found.cache_key) {
-            if t.gen == found.table_gen {
-                t.cache.put(key, rule);
-            }
+    /// Caches what `pc` (`adj`: a return address minus one) unwinds with,
+    /// as found by a lookup in generation `gen`, unless the registry has
+    /// changed since (the answer may be stale, and a walk of the new
+    /// generation must not take it).
+    pub(crate) fn remember(&self, pc: usize, adj: bool, gen: u64, c: Cached) {
+        if self.gen() == gen {
+            self.cache.put(pc, adj, gen, c);
         }
     }
 
@@ -600,6 +659,7 @@ impl SframeMm {
             .and_then(|t| t.find(found.section.text_start))
         {
             if e.id == found.id && !e.dead.xchg(true, Relaxed) {
+                self.invalidate();
                 Counters::inc(&self.counters.dropped);
             }
         }

@@ -6,7 +6,7 @@
 //! reads the return address and saved frame pointer, checks that the stack
 //! grows and stays aligned, and advances.
 
-use crate::registry::{CachedRule, Counters, Found, Lookup, Section, SframeMm};
+use crate::registry::{Cached, CachedRule, Counters, Found, Section, SframeMm};
 use kernel::{
     bindings,
     error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
@@ -153,7 +153,7 @@ pub(crate) fn open<'a>(
     s: &Section,
     reader: &'a mut UserReader,
 ) -> core::result::Result<sframe::Section<&'a mut UserReader>, SfError> {
-    let sec = sframe::Section::new(reader, s.sframe_len, s.sframe_start as u64)?;
+    let sec = sframe::Section::new(reader, s.sframe_len, s.sframe_addr as u64)?;
     let hdr = sec.header();
     match hdr.abi {
         // x86-64 `call` pushes the return address just below the CFA; a
@@ -309,7 +309,7 @@ fn read_row(
             sframe::Section::with_header(
                 &mut reader,
                 s.sframe_len,
-                s.sframe_start as u64,
+                s.sframe_addr as u64,
                 found.header,
             )?
             .find_row(&fde, pc as u64)
@@ -357,29 +357,18 @@ pub(crate) fn next(
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
 ) -> Result<Step> {
-    let mem = if state.nofault {
-        UserMem::NoFault
-    } else {
-        UserMem::Faultable
-    };
     // A caller's IP is a return address, which may be the first byte after
     // the function (a call to a noreturn function): look up the call. The
     // top frame's IP, and one a signal interrupted, are exact.
-    let pc = if state.topmost || state.interrupted {
-        state.ip
-    } else if let Some(pc) = state.ip.checked_sub(1) {
-        pc
-    } else {
+    let adj = !(state.topmost || state.interrupted);
+    let Some(pc) = state.ip.checked_sub(usize::from(adj)) else {
         bump(&mut state.sframe_fallbacks);
         return Err(ENOENT);
     };
-    // One frame unwound by this unwinder.
-    let unwound = |state: &mut bindings::unwind_user_state| bump(&mut state.sframe_frames);
-    let found = match mm.lookup(pc) {
-        Lookup::None => None,
-        // Seen before: no search, no read of the section.
-        Lookup::Cached(r) => {
-            unwound(state);
+    // Seen before: no search, no read of the section.
+    match mm.cached(pc, adj, state.sframe_gen) {
+        Some(Cached::Rule(r)) => {
+            bump(&mut state.sframe_frames);
             *frame = bindings::unwind_user_frame {
                 cfa_off: r.cfa_off,
                 ra_off: -8,
@@ -389,8 +378,23 @@ pub(crate) fn next(
             };
             return Ok(Step::Frame);
         }
-        Lookup::Found(f) => Some(f),
+        Some(Cached::FramePointer) => {
+            bump(&mut state.sframe_fallbacks);
+            return Err(ENOENT);
+        }
+        None => {}
+    }
+    let lookup = mm.lookup(pc);
+    // A walk that meets a newer generation goes on with it: its rules are
+    // as current as the walk.
+    state.sframe_gen = lookup.gen;
+    let remember = |c| mm.remember(pc, adj, lookup.gen, c);
+    let mem = if state.nofault {
+        UserMem::NoFault
+    } else {
+        UserMem::Faultable
     };
+    let found = lookup.found;
     // The row for `pc`, or `None` when no section describes it.
     let row = match &found {
         Some(f) => read_row(mm, f, state, mem, pc)?,
@@ -398,20 +402,19 @@ pub(crate) fn next(
     };
     match row.as_ref().filter(|r| !r.signal_frame).and_then(rule) {
         Some(Rule::Frame(f)) => {
-            unwound(state);
-            if let Some(found) = found.as_ref().filter(|_| f.ra_off == -8) {
-                let r = CachedRule {
+            bump(&mut state.sframe_frames);
+            if f.ra_off == -8 {
+                remember(Cached::Rule(CachedRule {
                     cfa_off: f.cfa_off,
                     fp_off: f.fp_off,
                     use_fp: f.use_fp,
-                };
-                mm.remember(found, r);
+                }));
             }
             *frame = f;
             Ok(Step::Frame)
         }
         Some(Rule::Outermost) => {
-            unwound(state);
+            bump(&mut state.sframe_frames);
             frame.outermost = true;
             Ok(Step::Frame)
         }
@@ -423,13 +426,16 @@ pub(crate) fn next(
                 bump(&mut state.sframe_errors);
                 return Err(e);
             }
-            unwound(state);
+            bump(&mut state.sframe_frames);
             Ok(Step::Signal)
         }
         // Nothing describes the frame, or its row cannot be expressed but
         // has the CFA on a frame pointer the function set up: the
         // frame-pointer rule gets the frame.
         None if row.as_ref().is_none_or(keeps_fp) => {
+            if found.is_none() {
+                remember(Cached::FramePointer);
+            }
             bump(&mut state.sframe_fallbacks);
             Err(ENOENT)
         }

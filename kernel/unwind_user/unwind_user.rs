@@ -209,6 +209,7 @@ pub extern "C" fn sframe_add_section(
         text_start,
         text_end,
         sframe_start,
+        sframe_addr: sframe_start,
         sframe_len,
     }) {
         Ok(()) => 0,
@@ -216,12 +217,14 @@ pub extern "C" fn sframe_add_section(
     }
 }
 
-/// Reads a size-versioned struct of `N` known bytes from `ptr`, `size`
-/// bytes long, as `copy_struct_from_user()` does for clone3() and openat2():
-/// shorter than `N` is `EINVAL`; larger than a page, or a non-zero byte past
-/// the known fields (a newer ABI this kernel does not know), is `E2BIG`.
-fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong) -> Result<[u8; N]> {
-    if size < N {
+/// Reads a size-versioned struct from `ptr`, `size` bytes long, as
+/// `copy_struct_from_user()` does for clone3() and openat2(): the `N` bytes
+/// this kernel knows, zero past `size` (an older caller's struct); shorter
+/// than `min` (the first version) is `EINVAL`; larger than a page, or a
+/// non-zero byte past the known fields (a newer ABI this kernel does not
+/// know), is `E2BIG`.
+fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong, min: usize) -> Result<[u8; N]> {
+    if size < min {
         return Err(EINVAL);
     }
     if size > kernel::page::PAGE_SIZE {
@@ -229,7 +232,7 @@ fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong) -> Result<[u8; N]
     }
     let mut r = UserSlice::new(UserPtr::from_addr(ptr), size).reader();
     let mut buf = [0u8; N];
-    r.read_slice(&mut buf)?;
+    r.read_slice(buf.get_mut(..size.min(N)).ok_or(EINVAL)?)?;
     let mut tail = [0u8; 64];
     while !r.is_empty() {
         let n = r.len().min(tail.len());
@@ -251,21 +254,32 @@ fn u64_at(buf: &[u8], i: usize) -> u64 {
 }
 
 const SFRAME_SIZE_VER0: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER0 as usize;
+const SFRAME_SIZE: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER1 as usize;
 const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
 const INFO_SIZE: usize = bindings::UNWIND_USER_INFO_SIZE_VER1 as usize;
+const F_ADDR: u64 = bindings::UNWIND_USER_SFRAME_F_ADDR as u64;
 
 fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
-    let b = read_versioned::<SFRAME_SIZE_VER0>(ptr, size)?;
-    let (text_start, text_size, sframe_start, sframe_size, flags) = (
+    let b = read_versioned::<SFRAME_SIZE>(ptr, size, SFRAME_SIZE_VER0)?;
+    let (text_start, text_size, sframe_start, sframe_size, flags, sframe_addr) = (
         u64_at(&b, 0),
         u64_at(&b, 1),
         u64_at(&b, 2),
         u64_at(&b, 3),
         u64_at(&b, 4),
+        u64_at(&b, 5),
     );
-    if flags != 0 || text_size == 0 || sframe_size == 0 {
+    if flags & !F_ADDR != 0 || text_size == 0 || sframe_size == 0 {
         return Err(EINVAL);
     }
+    // Without the flag the section is where it was linked to be, and
+    // `sframe_addr` must be zero; with it, `sframe_addr` says where that
+    // would have been, so the struct must be long enough to hold it.
+    let sframe_addr = match flags & F_ADDR != 0 {
+        true if size >= SFRAME_SIZE => sframe_addr,
+        false if sframe_addr == 0 => sframe_start,
+        _ => return Err(EINVAL),
+    };
     let text_end = text_start.checked_add(text_size).ok_or(EINVAL)?;
     if sframe_start.checked_add(sframe_size).is_none() {
         return Err(EINVAL);
@@ -277,6 +291,7 @@ fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
         text_start: usize::try_from(text_start).map_err(|_| EINVAL)?,
         text_end: usize::try_from(text_end).map_err(|_| EINVAL)?,
         sframe_start: usize::try_from(sframe_start).map_err(|_| EINVAL)?,
+        sframe_addr: usize::try_from(sframe_addr).map_err(|_| EINVAL)?,
         sframe_len: u32::try_from(sframe_size).map_err(|_| E2BIG)?,
     };
     add_section(s)
@@ -355,6 +370,43 @@ pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: 
     }
 }
 
+/// Prepares `state`, a walk of the current task, for SFrame steps: finds
+/// the registry of `mm` once for the walk. Returns `false` when `mm` has no
+/// section registered: the walk then uses frame pointers alone.
+///
+/// # Safety
+///
+/// `mm` must be the current task's mm and `state` a valid pointer, to the
+/// state of a walk of the current task, in any context.
+#[no_mangle]
+pub unsafe extern "C" fn unwind_user_sframe_start(
+    mm: *mut bindings::mm_struct,
+    state: *mut bindings::unwind_user_state,
+) -> bool {
+    // SAFETY: `mm` is the current task's mm (the caller's contract), live
+    // while it runs.
+    let Some(smm) = (unsafe { SframeMm::get(mm) }).filter(|s| s.has_sections()) else {
+        return false;
+    };
+    // SAFETY: Valid (the caller's contract), not aliased during the call.
+    let state = unsafe { &mut *state };
+    state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
+    state.sframe_gen = smm.gen();
+    true
+}
+
+/// The registry `unwind_user_sframe_start()` found for the walk of `state`.
+///
+/// # Safety
+///
+/// `state` must be valid, and its `sframe_mm` null or set by
+/// `unwind_user_sframe_start()` for this walk of the current task.
+unsafe fn walk_registry<'a>(state: &bindings::unwind_user_state) -> Option<&'a SframeMm> {
+    // SAFETY: Null, or the registry of the current task's mm, which lives
+    // as long as the mm, longer than the walk (the caller's contract).
+    unsafe { state.sframe_mm.cast::<SframeMm>().as_ref() }
+}
+
 /// The SFrame step of `kernel/unwind/user.c` for the current task. Returns
 /// 0 with `frame` filled in, 1 when it stepped over a signal frame itself
 /// (`state` then holds the interrupted context), or a negative errno:
@@ -362,25 +414,24 @@ pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: 
 ///
 /// # Safety
 ///
-/// `mm` must be the current task's mm, `state` and `frame` valid pointers,
-/// to the state of a walk of the current task. The caller runs in task context where user memory may
-/// be faulted in, or, with `state->nofault` set, in any context with page
-/// faults disabled (NMI or IRQ time): the reads then never fault and the
-/// registry is only read under RCU.
+/// `state` and `frame` must be valid pointers, to the state of a walk of
+/// the current task that `unwind_user_sframe_start()` prepared. The caller
+/// runs in task context where user memory may be faulted in, or, with
+/// `state->nofault` set, in any context with page faults disabled (NMI or
+/// IRQ time): the reads then never fault and the registry is only read
+/// under RCU.
 #[no_mangle]
 pub unsafe extern "C" fn unwind_user_sframe_next(
-    mm: *mut bindings::mm_struct,
     state: *mut bindings::unwind_user_state,
     frame: *mut bindings::unwind_user_frame,
 ) -> c_int {
-    // SAFETY: `mm` is the current task's mm (the caller's contract), live
-    // while it runs.
-    let Some(smm) = (unsafe { SframeMm::get(mm) }) else {
-        return ENOENT.to_errno();
-    };
     // SAFETY: Valid pointers (the caller's contract), not aliased during the
     // call.
     let (state, frame) = unsafe { (&mut *state, &mut *frame) };
+    // SAFETY: Set up by `unwind_user_sframe_start()` (the caller's contract).
+    let Some(smm) = (unsafe { walk_registry(state) }) else {
+        return ENOENT.to_errno();
+    };
     match step::next(smm, state, frame) {
         Ok(step::Step::Frame) => 0,
         Ok(step::Step::Signal) => 1,
@@ -393,26 +444,14 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
 ///
 /// # Safety
 ///
-/// `mm` must be null or the current task's mm, `state` a valid pointer, to
-/// the state of a walk of the current task.
+/// `state` must be a valid pointer, to the state of a walk of the current
+/// task.
 #[no_mangle]
-pub unsafe extern "C" fn unwind_user_sframe_done(
-    mm: *mut bindings::mm_struct,
-    state: *const bindings::unwind_user_state,
-) {
+pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_user_state) {
     // SAFETY: Valid (the caller's contract), only read.
     let state = unsafe { &*state };
-    if mm.is_null()
-        || (state.sframe_frames == 0
-            && state.sframe_fallbacks == 0
-            && state.sframe_errors == 0
-            && state.sframe_faults == 0)
-    {
-        return;
-    }
-    // SAFETY: `mm` is the current task's mm (the caller's contract), live
-    // while it runs.
-    if let Some(smm) = unsafe { SframeMm::get(mm) } {
+    // SAFETY: Null, or set up by `unwind_user_sframe_start()`.
+    if let Some(smm) = unsafe { walk_registry(state) } {
         step::done(smm, state);
     }
 }
@@ -459,17 +498,6 @@ pub unsafe extern "C" fn sframe_mm_dup(
     }
 }
 
-/// Does `mm` have a registered section? Lock-free (NMI-safe).
-///
-/// # Safety
-///
-/// `mm` must be live.
-#[no_mangle]
-pub unsafe extern "C" fn sframe_mm_has_sections(mm: *mut bindings::mm_struct) -> bool {
-    // SAFETY: The caller's contract.
-    unsafe { SframeMm::get(mm) }.is_some_and(|s| s.len() > 0)
-}
-
 /// Frees the registry of `mm`, which has no users left.
 ///
 /// # Safety
@@ -502,7 +530,7 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 
 #[kunit_tests(unwind_user_sframe)]
 mod tests {
-    use super::registry::{CachedRule, Fdes, Found, Lookup, Section, SframeMm, MAX_SECTIONS};
+    use super::registry::{Cached, CachedRule, Fdes, Found, Section, SframeMm, MAX_SECTIONS};
     use super::step::{rule, Rule};
     use kernel::{
         error::code::{EEXIST, EINVAL, ENOENT, ENOSPC},
@@ -549,12 +577,9 @@ mod tests {
         }
     }
 
-    /// What a lookup of `pc` found, if it was not a cached rule.
+    /// What a lookup of `pc` found.
     fn found(mm: &SframeMm, pc: usize) -> Option<Found> {
-        match mm.lookup(pc) {
-            Lookup::Found(f) => Some(f),
-            _ => None,
-        }
+        mm.lookup(pc).found
     }
 
     /// The registration covering `pc`.
@@ -578,6 +603,7 @@ mod tests {
             text_start,
             text_end: text_start + len,
             sframe_start: 0x7000_0000 + text_start,
+            sframe_addr: 0x7000_0000 + text_start,
             sframe_len: 64,
         }
     }
@@ -694,15 +720,15 @@ mod tests {
             fp_off: -16,
             use_fp: true,
         };
-        let cached = |pc| match mm.lookup(pc) {
-            Lookup::Cached(r) => Some(r),
-            _ => None,
-        };
-        // Remembered for its PC only.
-        let f = found(&mm, 0x1800).ok_or(ENOENT)?;
-        mm.remember(&f, rule);
-        assert_eq!(cached(0x1800), Some(rule));
+        // What a walk starting now finds cached for `pc`.
+        let cached = |pc| mm.cached(pc, true, mm.gen());
+        let remember = |pc, c| mm.remember(pc, true, mm.lookup(pc).gen, c);
+        // Remembered for its PC only, and for return addresses only.
+        remember(0x1800, Cached::Rule(rule));
+        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
         assert_eq!(cached(0x1801), None);
+        assert_eq!(cached(0x1800 + (1 << 32)), None);
+        assert_eq!(mm.cached(0x1800, false, mm.gen()), None);
         // Negative and largest offsets survive the packing; what does not
         // fit is not cached.
         for r in [
@@ -712,7 +738,7 @@ mod tests {
                 use_fp: false,
             },
             CachedRule {
-                cfa_off: 2047,
+                cfa_off: 2040,
                 fp_off: 248,
                 use_fp: true,
             },
@@ -722,10 +748,8 @@ mod tests {
                 use_fp: false,
             },
         ] {
-            mm.remember(&found(&mm, 0x1900).ok_or(ENOENT)?, r);
-            assert_eq!(cached(0x1900), Some(r));
-            mm.remove(0x1000)?;
-            mm.add(sec(0x1000, 0x1000), none()?)?;
+            remember(0x1900, Cached::Rule(r));
+            assert_eq!(cached(0x1900), Some(Cached::Rule(r)));
         }
         for r in [
             CachedRule {
@@ -734,22 +758,43 @@ mod tests {
                 use_fp: false,
             },
             CachedRule {
+                cfa_off: 20,
+                fp_off: 0,
+                use_fp: false,
+            },
+            CachedRule {
                 cfa_off: 16,
                 fp_off: -12,
                 use_fp: true,
             },
+            // CFA = SP: the step refuses it; the slot means "no section".
+            CachedRule {
+                cfa_off: 0,
+                fp_off: 0,
+                use_fp: false,
+            },
         ] {
-            mm.remember(&found(&mm, 0x1a00).ok_or(ENOENT)?, r);
+            remember(0x1a00, Cached::Rule(r));
             assert_eq!(cached(0x1a00), None);
         }
-        // Any registry change starts a new, empty cache, and what was found
-        // in the old table is not cached in the new one.
-        let f = found(&mm, 0x1800).ok_or(ENOENT)?;
-        mm.remember(&f, rule);
-        assert_eq!(cached(0x1800), Some(rule));
+        remember(0x9000, Cached::FramePointer);
+        assert_eq!(cached(0x9000), Some(Cached::FramePointer));
+        // Any registry change starts a new generation: what was cached, or
+        // found before it, is not taken by walks that start after it, and
+        // the cache is emptied for them.
+        let gen = mm.lookup(0x1800).gen;
+        remember(0x1800, Cached::Rule(rule));
         mm.add(sec(0x8000, 0x1000), none()?)?;
         assert_eq!(cached(0x1800), None);
-        mm.remember(&f, rule);
+        assert_eq!(mm.cached(0x1800, true, gen), None);
+        mm.remember(0x1800, true, gen, Cached::Rule(rule));
+        assert_eq!(cached(0x1800), None);
+        assert_eq!(mm.cached(0x1800, true, gen), None);
+        // A walk that started before keeps to its own generation.
+        remember(0x1800, Cached::Rule(rule));
+        assert_eq!(mm.cached(0x1800, true, gen), None);
+        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
+        mm.remove(0x8000)?;
         assert_eq!(cached(0x1800), None);
         Ok(())
     }

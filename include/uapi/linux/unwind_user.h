@@ -32,7 +32,14 @@
  * @text_size:    size of that code in bytes
  * @sframe_start: address of the .sframe section in this process
  * @sframe_size:  size of the section in bytes
- * @flags:        must be 0
+ * @flags:        0, or UNWIND_USER_SFRAME_F_ADDR
+ * @sframe_addr:  with UNWIND_USER_SFRAME_F_ADDR, the address the section's
+ *                own addresses are relative to: where it would sit had it
+ *                been loaded with the code it describes.  For a section
+ *                kept outside its object (one synthesized from .eh_frame
+ *                and mapped from a cache file), the object's load bias
+ *                plus the link-time address the section was built for.
+ *                Without the flag, @sframe_start.
  *
  * Size-versioned: pass sizeof() as prctl's fourth argument.  A later kernel
  * may append fields; bytes past the fields a kernel knows must be zero.
@@ -43,9 +50,14 @@ struct unwind_user_sframe {
 	__u64 sframe_start;
 	__u64 sframe_size;
 	__u64 flags;
+	__u64 sframe_addr;		/* since VER1 */
 };
 
+/* Decode the section as if it were at @sframe_addr (VER1 struct needed). */
+#define UNWIND_USER_SFRAME_F_ADDR	(1ULL << 0)
+
 #define UNWIND_USER_SFRAME_SIZE_VER0	40
+#define UNWIND_USER_SFRAME_SIZE_VER1	48
 
 /**
  * struct unwind_user_info - state of this process's unwinder

@@ -192,4 +192,48 @@ TEST_F(jit, text_range_bounds_coverage)
 	EXPECT_EQ(0, jit_unregister(&self->j));
 }
 
+/*
+ * A section kept apart from its code, as one synthesized from .eh_frame
+ * and mapped from a cache file is: built for link-time addresses (the
+ * section at 0, the code at LINK_TEXT), registered with
+ * UNWIND_USER_SFRAME_F_ADDR and the load bias as sframe_addr. Without the
+ * flag its functions lie outside the text; with it, stacks are complete.
+ */
+TEST_F(jit, section_apart_from_code)
+{
+	const uint64_t link_text = 0x1000;
+	uint64_t bias = self->j.reg.text_start - link_text;
+	struct sfg_func f[JIT_NR_FUNCS];
+	struct phase p;
+	ssize_t len;
+	int k;
+
+	jit_funcs(&self->j, f);
+	for (k = 0; k < JIT_NR_FUNCS; k++)
+		f[k].start -= bias;
+	len = sfg_write(self->j.sec, self->j.page, 0, self->j.opts, f,
+			JIT_NR_FUNCS, NULL);
+	ASSERT_LT(0, len);
+	self->j.reg.sframe_size = len;
+
+	EXPECT_EQ(-ERANGE, jit_register(&self->j));
+	self->j.reg.flags = UNWIND_USER_SFRAME_F_ADDR;
+	self->j.reg.sframe_addr = bias;
+	/* The flag needs the field: a VER0 struct cannot carry it. */
+	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
+					(unsigned long)&self->j.reg,
+					UNWIND_USER_SFRAME_SIZE_VER0, 0));
+	self->j.reg.sframe_addr = bias + self->j.page;
+	EXPECT_EQ(-ERANGE, jit_register(&self->j));
+	self->j.reg.sframe_addr = bias;
+	ASSERT_EQ(0, jit_register(&self->j));
+
+	ASSERT_EQ(0, sample_phase(&self->j, &p, "section apart", 3));
+	ASSERT_GE(p.t.in_chain, 20);
+	EXPECT_EQ(0, p.t.wrong);
+	EXPECT_EQ(p.t.in_chain, p.t.complete);
+	EXPECT_EQ(p.after.errors, p.before.errors);
+	EXPECT_EQ(0, jit_unregister(&self->j));
+}
+
 TEST_HARNESS_MAIN

@@ -5,14 +5,16 @@
  * include/uapi/linux/unwind_user.h and kernel/unwind_user/unwind_user.rs):
  *
  *   EINVAL      unknown op, non-zero unused arguments, struct size < 40 (48
- *               for QUERY; QUERY also > PAGE_SIZE), flags != 0, zero sizes,
- *               wrapping ranges, text not in one executable mapping
+ *               for QUERY; QUERY also > PAGE_SIZE), unknown flags,
+ *               UNWIND_USER_SFRAME_F_ADDR in a 40-byte struct, sframe_addr
+ *               without it, zero sizes, wrapping ranges, text not in one
+ *               executable mapping
  *   EFAULT      unreadable struct, section not in one readable mapping,
  *               unwritable QUERY buffer
  *   E2BIG       section larger than 64 MiB; REGISTER struct larger than a
  *               page or with non-zero bytes past the known fields (as
  *               copy_struct_from_user())
- *   ENOSPC      more than 1024 sections (or 4 MiB of lookup indices)
+ *   ENOSPC      more than 1024 sections (or 16 MiB of FDE tables)
  *   ERANGE      a function of the section lies outside the registered text
  *   EEXIST      text overlapping a registered text
  *   ENOENT      unregister of a key that is not registered
@@ -284,15 +286,28 @@ TEST(register_struct_size)
 	/* Exactly the known size. */
 	EXPECT_EQ(0, reg_size(buf, UNWIND_USER_SFRAME_SIZE_VER0));
 	EXPECT_EQ(0, unreg(w.s.text_start));
+	EXPECT_EQ(0, reg_size(buf, UNWIND_USER_SFRAME_SIZE_VER1));
+	EXPECT_EQ(0, unreg(w.s.text_start));
 	/* A later, larger struct whose new fields are zero. */
-	EXPECT_EQ(0, reg_size(buf, 48));
+	EXPECT_EQ(0, reg_size(buf, UNWIND_USER_SFRAME_SIZE_VER1 + 8));
 	EXPECT_EQ(0, unreg(w.s.text_start));
 	EXPECT_EQ(0, reg_size(buf, page));
 	EXPECT_EQ(0, unreg(w.s.text_start));
 	/* ... and whose new fields are not: every byte is looked at. */
-	for (i = UNWIND_USER_SFRAME_SIZE_VER0; i < 48; i++) {
+	for (i = UNWIND_USER_SFRAME_SIZE_VER1; i < UNWIND_USER_SFRAME_SIZE_VER1 + 8; i++) {
 		buf[i] = 0x80;
-		EXPECT_EQ(-E2BIG, reg_size(buf, 48)) TH_LOG("byte %zu", i);
+		EXPECT_EQ(-E2BIG, reg_size(buf, UNWIND_USER_SFRAME_SIZE_VER1 + 8))
+			TH_LOG("byte %zu", i);
+		buf[i] = 0;
+	}
+	/* sframe_addr without the flag that gives it meaning. */
+	for (i = UNWIND_USER_SFRAME_SIZE_VER0; i < UNWIND_USER_SFRAME_SIZE_VER1; i++) {
+		buf[i] = 0x80;
+		EXPECT_EQ(-EINVAL, reg_size(buf, UNWIND_USER_SFRAME_SIZE_VER1))
+			TH_LOG("byte %zu", i);
+		/* A VER0 caller's struct ends before it. */
+		EXPECT_EQ(0, reg_size(buf, UNWIND_USER_SFRAME_SIZE_VER0));
+		EXPECT_EQ(0, unreg(w.s.text_start));
 		buf[i] = 0;
 	}
 	buf[page - 1] = 1;
@@ -318,7 +333,7 @@ TEST(register_struct_fault)
 	/* The known fields readable, the zero tail past the mapping's end. */
 	memcpy(buf + page - sizeof(w.s), &w.s, sizeof(w.s));
 	ASSERT_EQ(0, mprotect(buf + page, page, PROT_NONE));
-	EXPECT_EQ(-EFAULT, reg_size(buf + page - sizeof(w.s), 48));
+	EXPECT_EQ(-EFAULT, reg_size(buf + page - sizeof(w.s), sizeof(w.s) + 8));
 	EXPECT_EQ(0, reg_size(buf + page - sizeof(w.s), sizeof(w.s)));
 	EXPECT_EQ(0, unreg(w.s.text_start));
 	/* The known fields themselves cut by the end of the mapping. */
@@ -339,7 +354,7 @@ TEST(register_fields)
 	ASSERT_EQ(0, window_init(&w));
 
 	s = w.s;
-	s.flags = 1;
+	s.flags = UNWIND_USER_SFRAME_F_ADDR << 1;
 	EXPECT_EQ(-EINVAL, reg(&s));
 	s.flags = 1ull << 63;
 	EXPECT_EQ(-EINVAL, reg(&s));
