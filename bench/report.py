@@ -631,7 +631,8 @@ def main():
           f'step reads the same 2 words, and for a PC that is not in the rule cache the '
           f'function\'s rows: one copy of at most 64 bytes, the FDE having been found in kernel '
           f'memory (the header and the FDEs are not read again after registration). A cached PC '
-          f'costs an RCU read lock, the registry search and the cache slot; the profile above '
+          f'(or one no section covers) costs one or two reads of the address space\'s rule cache, '
+          f'no lock and no registry search; the profile above '
           f'shows what each costs on this kernel. Fitted over the growth binaries: '
           f'{fmt(fit["icpt"] if fit else None, 0)} ns + {fmt(fit["slope"] if fit else None, 0)} '
           f'ns per doubling of the FDEs.')

@@ -5,10 +5,10 @@
 # expected user stacks: the hot chain
 #   convolve_pixel > filter_row > filter_pass > filter_image > apply_filters
 #   > process_image > run_jobs > main
-# appears, leaf first and consecutively, in at least MIN_SHARE of all samples
-# (default 0.5), and of the samples whose leaf is a workload function at least
-# MIN_EXACT (default 0.95) have exactly the right caller at every level up to
-# main.  At least 50 samples are needed.
+# appears, leaf first and consecutively, in at least MIN_SHARE (default 0.5)
+# of the samples whose leaf is convolve_pixel (at least 50 of them), and of
+# the samples whose leaf is a workload function at least MIN_EXACT (default
+# 0.95) have exactly the right caller at every level up to main.
 #
 # Usage: check-perf.sh FILE [MIN_SHARE [MIN_EXACT]]
 #   FILE is either the text of `perf script` (any -F that keeps ip and sym,
