@@ -147,19 +147,21 @@ pub(crate) enum Cached {
 /// the registration it came from, even one a racing reader stored after
 /// the cache was emptied.
 ///
-/// Each slot is one 64-bit word, read and written whole, so that readers
-/// and writers on any CPU, NMI included, never see half an entry. Bits
-/// 63-16 are the key: the PC's bits 46-8 (the slot, picked by a hash of
-/// the PC, says the rest), the generation's low 8 bits and whether the PC
-/// is a return address minus one; bits 15-7 are the CFA offset in words
-/// (9 bits, signed), bits 6-1 the FP offset in words (6 bits, signed), bit
-/// 0 whether the CFA is based on FP. A rule with a CFA offset of 0 (which
-/// the step refuses anyway) means [`Cached::FramePointer`]. A rule that
-/// does not fit is not cached; a PC above 2^47 is not cached.
-pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SLOTS]);
+/// Two-way set-associative, 256 sets: a PC is stored in the first way of
+/// its set, whose entry moves to the second. Each slot is one 64-bit word,
+/// read and written whole, so that readers and writers on any CPU, NMI
+/// included, never see half an entry. Bits 63-16 are the key: the PC's bits
+/// 46-8 (the set, picked by a hash of the PC, says the rest), the
+/// generation's low 8 bits and whether the PC is a return address minus
+/// one; bits 15-7 are the CFA offset in words (9 bits, signed), bits 6-1
+/// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
+/// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
+/// means [`Cached::FramePointer`]. A rule that does not fit is not cached;
+/// a PC above 2^47 is not cached.
+pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * 2]);
 
 impl RuleCache {
-    const SLOTS: usize = 256;
+    const SETS: usize = 256;
 
     pub(crate) fn new() -> Result<KBox<Self>> {
         Ok(KBox::new(
@@ -175,22 +177,32 @@ impl RuleCache {
         if pc >> 47 != 0 || pc < 4096 {
             return None;
         }
-        Some((pc >> 8) << 9 | (gen & 0xff) << 1 | u64::from(adj))
+        Some((pc >> 8) << 9 | (SframeMm::gen_tag(gen) & 0xff) << 1 | u64::from(adj))
     }
 
-    /// The slot of `pc`: a hash of its low 32 bits, whose low 8 bits and
-    /// the key's PC bits give back the whole PC.
-    fn slot(&self, pc: usize) -> Option<&Atomic<u64>> {
+    /// The two ways of the set of `pc`: the PC's low 8 bits mixed with a
+    /// hash of the rest, which the key holds, so that the set and the key
+    /// give back the whole PC.
+    fn ways(&self, pc: usize) -> Option<(&Atomic<u64>, &Atomic<u64>)> {
+        let i = Self::set(pc) * 2;
+        Some((self.0.get(i)?, self.0.get(i + 1)?))
+    }
+
+    /// The set of `pc`.
+    pub(crate) fn set(pc: usize) -> usize {
         let pc = pc as u64;
-        let h = pc ^ pc >> 8 ^ pc >> 16 ^ pc >> 24;
-        self.0.get((h & 0xff) as usize)
+        ((pc ^ (pc >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) & 0xff) as usize
     }
 
     pub(crate) fn get(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
         let key = Self::key(pc, adj, gen)?;
-        let w = self.slot(pc)?.load(Relaxed);
+        let (w0, w1) = self.ways(pc)?;
+        let mut w = w0.load(Relaxed);
         if w >> 16 != key {
-            return None;
+            w = w1.load(Relaxed);
+            if w >> 16 != key {
+                return None;
+            }
         }
         if w & 0xffff == 0 {
             return Some(Cached::FramePointer);
@@ -222,9 +234,16 @@ impl RuleCache {
                 cfa << 7 | fp << 1 | u64::from(r.use_fp)
             }
         };
-        if let (Some(key), Some(slot)) = (Self::key(pc, adj, gen), self.slot(pc)) {
-            slot.store(key << 16 | rule, Relaxed);
+        let (Some(key), Some((w0, w1))) = (Self::key(pc, adj, gen), self.ways(pc)) else {
+            return;
+        };
+        // Racing writers may lose an entry or store one twice: either only
+        // costs a later lookup.
+        let old = w0.load(Relaxed);
+        if old >> 16 != key {
+            w1.store(old, Relaxed);
         }
+        w0.store(key << 16 | rule, Relaxed);
     }
 
     fn clear(&self) {
@@ -389,7 +408,9 @@ pub(crate) struct SframeMm {
     table: Atomic<*mut Table>,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
-    /// Advanced on every change a cached rule may depend on.
+    /// The generation, advanced on every change a cached rule may depend
+    /// on, shifted left by one; bit 0 says whether the current table has an
+    /// entry. A walk starts with one read of it.
     gen: Atomic<u64>,
     cache: KBox<RuleCache>,
     pub(crate) counters: Counters,
@@ -481,22 +502,45 @@ impl SframeMm {
         unsafe { self.table.load(Acquire).as_ref() }
     }
 
-    /// The generation of the registry now: what a walk starts with.
+    /// The generation of the registry now, what a walk starts with, if
+    /// anything is registered.
+    pub(crate) fn walk_gen(&self) -> Option<u64> {
+        Some(self.gen()).filter(|g| g & 1 != 0)
+    }
+
+    /// The generation word now.
     pub(crate) fn gen(&self) -> u64 {
         self.gen.load(Acquire)
     }
 
-    /// Starts a new generation: no walk that starts later takes a rule
-    /// cached before, and the cache is emptied for them.
-    fn invalidate(&self) {
-        self.gen.fetch_add(1, Full);
+    /// The generation a word holds: what the cache tags entries with.
+    fn gen_tag(gen: u64) -> u64 {
+        gen >> 1
+    }
+
+    /// Starts a new generation, with `registered` in bit 0 (`None`: as it
+    /// was): no walk that starts later takes a rule cached before, and the
+    /// cache is emptied for them.
+    fn invalidate(&self, registered: Option<bool>) {
+        let mut old = self.gen.load(Relaxed);
+        loop {
+            let bit = registered.map_or(old & 1, u64::from);
+            match self
+                .gen
+                .cmpxchg(old, (old.wrapping_add(2) & !1) | bit, Full)
+            {
+                Ok(_) => break,
+                Err(cur) => old = cur,
+            }
+        }
         self.cache.clear();
     }
 
     /// Publishes `new`, retiring the old table after a grace period.
     fn publish(&self, new: KBox<Table>) {
+        let registered = !new.entries.is_empty();
         let old = self.table.xchg(KBox::into_raw(new), Full);
-        self.invalidate();
+        self.invalidate(Some(registered));
         if !old.is_null() {
             // SAFETY: `old` came from `KBox::into_raw` and is no longer
             // reachable from `self`; `free_table_rcu` frees it after all
@@ -580,7 +624,7 @@ impl SframeMm {
                     .iter()
                     .filter(|e| hit(&e.section))
                     .for_each(|e| e.dead.store(true, Relaxed));
-                self.invalidate();
+                self.invalidate(None);
             }
         }
     }
@@ -605,13 +649,6 @@ impl SframeMm {
     pub(crate) fn len(&self) -> usize {
         let guard = rcu::read_lock();
         self.table(&guard).map(|t| t.live().count()).unwrap_or(0)
-    }
-
-    /// Whether any section is registered (a dead one counts until the next
-    /// writer removes it): walks that find none use frame pointers only.
-    pub(crate) fn has_sections(&self) -> bool {
-        let guard = rcu::read_lock();
-        self.table(&guard).is_some_and(|t| !t.entries.is_empty())
     }
 
     /// The rule cache, read without a lock.
@@ -659,7 +696,7 @@ impl SframeMm {
             .and_then(|t| t.find(found.section.text_start))
         {
             if e.id == found.id && !e.dead.xchg(true, Relaxed) {
-                self.invalidate();
+                self.invalidate(None);
                 Counters::inc(&self.counters.dropped);
             }
         }

@@ -385,13 +385,16 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
 ) -> bool {
     // SAFETY: `mm` is the current task's mm (the caller's contract), live
     // while it runs.
-    let Some(smm) = (unsafe { SframeMm::get(mm) }).filter(|s| s.has_sections()) else {
+    let Some(smm) = (unsafe { SframeMm::get(mm) }) else {
+        return false;
+    };
+    let Some(gen) = smm.walk_gen() else {
         return false;
     };
     // SAFETY: Valid (the caller's contract), not aliased during the call.
     let state = unsafe { &mut *state };
     state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
-    state.sframe_gen = smm.gen();
+    state.sframe_gen = gen;
     true
 }
 
@@ -530,7 +533,9 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 
 #[kunit_tests(unwind_user_sframe)]
 mod tests {
-    use super::registry::{Cached, CachedRule, Fdes, Found, Section, SframeMm, MAX_SECTIONS};
+    use super::registry::{
+        Cached, CachedRule, Fdes, Found, RuleCache, Section, SframeMm, MAX_SECTIONS,
+    };
     use super::step::{rule, Rule};
     use kernel::{
         error::code::{EEXIST, EINVAL, ENOENT, ENOSPC},
@@ -779,6 +784,21 @@ mod tests {
         }
         remember(0x9000, Cached::FramePointer);
         assert_eq!(cached(0x9000), Some(Cached::FramePointer));
+        // Two PCs of one set are both kept; a third evicts the older.
+        let mut same_set =
+            (0x2000..0x100000).filter(|&p| RuleCache::set(p) == RuleCache::set(0x1800));
+        let (p2, p3) = (
+            same_set.next().ok_or(ENOENT)?,
+            same_set.next().ok_or(ENOENT)?,
+        );
+        remember(0x1800, Cached::Rule(rule));
+        remember(p2, Cached::FramePointer);
+        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
+        assert_eq!(cached(p2), Some(Cached::FramePointer));
+        remember(p3, Cached::Rule(rule));
+        assert_eq!(cached(0x1800), None);
+        assert_eq!(cached(p2), Some(Cached::FramePointer));
+        assert_eq!(cached(p3), Some(Cached::Rule(rule)));
         // Any registry change starts a new generation: what was cached, or
         // found before it, is not taken by walks that start after it, and
         // the cache is emptied for them.
