@@ -147,21 +147,22 @@ pub(crate) enum Cached {
 /// the registration it came from, even one a racing reader stored after
 /// the cache was emptied.
 ///
-/// Two-way set-associative, 256 sets: a PC is stored in the first way of
-/// its set, whose entry moves to the second. Each slot is one 64-bit word,
+/// Four-way set-associative, 128 sets: a PC is stored in the first way of
+/// its set, whose entries move one way down. Each slot is one 64-bit word,
 /// read and written whole, so that readers and writers on any CPU, NMI
 /// included, never see half an entry. Bits 63-16 are the key: the PC's bits
-/// 46-8 (the set, picked by a hash of the PC, says the rest), the
-/// generation's low 8 bits and whether the PC is a return address minus
+/// 46-7 (the set, picked by a hash of the PC, says the rest), the
+/// generation's low 7 bits and whether the PC is a return address minus
 /// one; bits 15-7 are the CFA offset in words (9 bits, signed), bits 6-1
 /// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
 /// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
 /// means [`Cached::FramePointer`]. A rule that does not fit is not cached;
 /// a PC above 2^47 is not cached.
-pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * 2]);
+pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
 
 impl RuleCache {
-    const SETS: usize = 256;
+    const SETS: usize = 128;
+    const WAYS: usize = 4;
 
     pub(crate) fn new() -> Result<KBox<Self>> {
         Ok(KBox::new(
@@ -177,33 +178,29 @@ impl RuleCache {
         if pc >> 47 != 0 || pc < 4096 {
             return None;
         }
-        Some((pc >> 8) << 9 | (SframeMm::gen_tag(gen) & 0xff) << 1 | u64::from(adj))
+        Some((pc >> 7) << 8 | (SframeMm::gen_tag(gen) & 0x7f) << 1 | u64::from(adj))
     }
 
-    /// The two ways of the set of `pc`: the PC's low 8 bits mixed with a
-    /// hash of the rest, which the key holds, so that the set and the key
-    /// give back the whole PC.
-    fn ways(&self, pc: usize) -> Option<(&Atomic<u64>, &Atomic<u64>)> {
-        let i = Self::set(pc) * 2;
-        Some((self.0.get(i)?, self.0.get(i + 1)?))
+    /// The ways of the set of `pc`, first to last.
+    fn ways(&self, pc: usize) -> &[Atomic<u64>] {
+        let i = Self::set(pc) * Self::WAYS;
+        self.0.get(i..i + Self::WAYS).unwrap_or(&[])
     }
 
-    /// The set of `pc`.
+    /// The set of `pc`: its low 7 bits mixed with a hash of the rest, which
+    /// the key holds, so that the set and the key give back the whole PC.
     pub(crate) fn set(pc: usize) -> usize {
         let pc = pc as u64;
-        ((pc ^ (pc >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) & 0xff) as usize
+        ((pc ^ (pc >> 7).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) & 0x7f) as usize
     }
 
     pub(crate) fn get(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
         let key = Self::key(pc, adj, gen)?;
-        let (w0, w1) = self.ways(pc)?;
-        let mut w = w0.load(Relaxed);
-        if w >> 16 != key {
-            w = w1.load(Relaxed);
-            if w >> 16 != key {
-                return None;
-            }
-        }
+        let w = self
+            .ways(pc)
+            .iter()
+            .map(|way| way.load(Relaxed))
+            .find(|w| w >> 16 == key)?;
         if w & 0xffff == 0 {
             return Some(Cached::FramePointer);
         }
@@ -234,16 +231,21 @@ impl RuleCache {
                 cfa << 7 | fp << 1 | u64::from(r.use_fp)
             }
         };
-        let (Some(key), Some((w0, w1))) = (Self::key(pc, adj, gen), self.ways(pc)) else {
+        let Some(key) = Self::key(pc, adj, gen) else {
             return;
         };
-        // Racing writers may lose an entry or store one twice: either only
-        // costs a later lookup.
-        let old = w0.load(Relaxed);
-        if old >> 16 != key {
-            w1.store(old, Relaxed);
+        // The new entry goes first; the ones before its old place (or all
+        // but the last) move one way down. Racing writers may lose an entry
+        // or store one twice: either only costs a later lookup.
+        let mut carry = key << 16 | rule;
+        for way in self.ways(pc) {
+            let old = way.load(Relaxed);
+            way.store(carry, Relaxed);
+            if old >> 16 == key {
+                break;
+            }
+            carry = old;
         }
-        w0.store(key << 16 | rule, Relaxed);
     }
 
     fn clear(&self) {

@@ -784,21 +784,6 @@ mod tests {
         }
         remember(0x9000, Cached::FramePointer);
         assert_eq!(cached(0x9000), Some(Cached::FramePointer));
-        // Two PCs of one set are both kept; a third evicts the older.
-        let mut same_set =
-            (0x2000..0x100000).filter(|&p| RuleCache::set(p) == RuleCache::set(0x1800));
-        let (p2, p3) = (
-            same_set.next().ok_or(ENOENT)?,
-            same_set.next().ok_or(ENOENT)?,
-        );
-        remember(0x1800, Cached::Rule(rule));
-        remember(p2, Cached::FramePointer);
-        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
-        assert_eq!(cached(p2), Some(Cached::FramePointer));
-        remember(p3, Cached::Rule(rule));
-        assert_eq!(cached(0x1800), None);
-        assert_eq!(cached(p2), Some(Cached::FramePointer));
-        assert_eq!(cached(p3), Some(Cached::Rule(rule)));
         // Any registry change starts a new generation: what was cached, or
         // found before it, is not taken by walks that start after it, and
         // the cache is emptied for them.
@@ -816,6 +801,42 @@ mod tests {
         assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
         mm.remove(0x8000)?;
         assert_eq!(cached(0x1800), None);
+        Ok(())
+    }
+
+    #[test]
+    fn rule_cache_ways() -> Result {
+        let mm = Private::new()?;
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        let rule = CachedRule {
+            cfa_off: 16,
+            fp_off: -16,
+            use_fp: true,
+        };
+        let cached = |pc| mm.cached(pc, true, mm.gen());
+        let remember = |pc, c| mm.remember(pc, true, mm.lookup(pc).gen, c);
+        // Four PCs of one set are all kept, a fifth evicts the oldest; one
+        // stored again keeps one place, the first.
+        let mut same_set =
+            (0x2000..0x100000).filter(|&p| RuleCache::set(p) == RuleCache::set(0x1800));
+        let mut p = [0x1800; 6];
+        for q in p.iter_mut().skip(1) {
+            *q = same_set.next().ok_or(ENOENT)?;
+        }
+        for &q in &p[..4] {
+            remember(q, Cached::FramePointer);
+        }
+        remember(p[1], Cached::Rule(rule));
+        assert_eq!(cached(p[0]), Some(Cached::FramePointer));
+        assert_eq!(cached(p[1]), Some(Cached::Rule(rule)));
+        remember(p[4], Cached::FramePointer);
+        assert_eq!(cached(p[0]), None);
+        for &q in &p[1..5] {
+            assert!(cached(q).is_some());
+        }
+        remember(p[5], Cached::FramePointer);
+        assert_eq!(cached(p[2]), None);
+        assert_eq!(cached(p[1]), Some(Cached::Rule(rule)));
         Ok(())
     }
 
