@@ -41,6 +41,11 @@
 
 #define DEFAULT_CACHE	"/var/cache/unwind_user"
 
+/* <linux/prctl.h> of a kernel with the unwinder; the host's may be older. */
+#ifndef PR_UNWIND_USER
+#define PR_UNWIND_USER	82
+#endif
+
 #ifndef PT_GNU_SFRAME
 #define PT_GNU_SFRAME	0x6474e554
 #endif
