@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Guest side of `make demo` (installed as /selftests/demo.sh, run by /init in
-# demo mode with its output on ttyS1).  Profiles the workload four ways with
+# demo mode with its output on ttyS1).  Profiles the workload five ways with
 # the real perf tool and prints, for each, a summary line and perf script's
 # output (gzip + base64) between markers for the host to split:
 #
@@ -26,17 +26,24 @@ echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 # Sample-time (NMI/IRQ) SFrame in perf_callchain_user(): off for the fp
 # row, which is what a kernel without this series does.
 NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
-for m in fp sframe nmi dwarf; do
+# The audit row: the same deferred SFrame unwind, with the LD_AUDIT module
+# registering libc's and ld.so's sections synthesized from .eh_frame.
+modes="fp sframe nmi dwarf"
+[ -f $D/unwind_user_audit.so ] && modes="$modes audit"
+for m in $modes; do
+	pre=
 	case $m in
 	fp)	cg=fp; echo N >$NMI_SFRAME ;;
 	sframe)	cg=fp,defer ;;
 	nmi)	cg=fp; echo Y >$NMI_SFRAME ;;
 	dwarf)	cg=dwarf ;;
+	audit)	cg=fp,defer; echo N >$NMI_SFRAME
+		pre="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=$D/sframe-cache UNWIND_USER_AUDIT_DEBUG=1" ;;
 	esac
 	t0=$(date +%s)
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
 	perf record -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
-		-- $D/imgdemo "$secs" >$m.out 2>$m.err
+		-- $pre $D/imgdemo "$secs" >$m.out 2>$m.err
 	rc=$?
 	t1=$(date +%s)
 	# --no-inline: the guest has no addr2line, and perf script dies of

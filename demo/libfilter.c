@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -149,8 +150,9 @@ __attribute__((constructor)) static void register_sframe(void)
 	memset(&sec, 0, sizeof(sec));
 	if (dl_iterate_phdr(find_self, &sec) != 1)
 		return;
+	/* EEXIST: registered already, by an LD_AUDIT module for one. */
 	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
-		  (unsigned long)&sec, sizeof(sec), 0) == 0)
+		  (unsigned long)&sec, sizeof(sec), 0) == 0 || errno == EEXIST)
 		registered = 1;
 	else if (getenv("LIBFILTER_VERBOSE"))
 		perror("libfilter: prctl(PR_UNWIND_USER)");

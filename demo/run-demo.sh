@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make demo: build the workload, put it and perf into an initramfs of its
-# own, boot the test kernel, profile the workload three ways inside the guest
+# own, boot the test kernel, profile the workload five ways inside the guest
 # (demo/guest-demo.sh) and report on the host (demo/report.py).
 #
 # Usage: run-demo.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
@@ -32,6 +32,15 @@ make -s -C "$HERE" O="$G"
 # stays small.
 strip --strip-debug -o "$G/perf" "$PERF"
 install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
+# The audit row: the LD_AUDIT module and the sections sframe-synth makes for
+# the host's libc and ld.so (the guest gets the same files; the module's
+# own libc looks ld.so up under /lib/x86_64-linux-gnu, hence extra-libs).
+make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$G/" KHDR_INCLUDES="-I$REPO/include/uapi"
+(cd "$REPO/tools/unwind_user/sframe_synth" && cargo build --release -q)
+LIBS=(/lib/x86_64-linux-gnu/libc.so.6 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)
+"$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" \
+	--cache "$G/sframe-cache" "${LIBS[@]}" >/dev/null
+printf '%s\n' "${LIBS[@]}" >"$G/extra-libs"
 printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\n" "${DEMO_SECONDS:-8}" "${DEMO_FREQ:-4000}" >"$G/demo.env"
 "$REPO/harness/mkinitramfs.sh" "$OUT/guest" "$OUT/initramfs.cpio.gz"
 
