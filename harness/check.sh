@@ -13,8 +13,12 @@ mkdir -p "$LOGS"
 
 echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 
-# 1. Host: the decoder's cargo tests (oracle corpus, hostile input, properties).
-(cd "$REPO/rust/sframe" && cargo test --release 2>&1) >"$LOGS/host-test.log"
+# 1. Host: the decoder's cargo tests (oracle corpus, hostile input,
+#    properties), then sframe-synth's (round trips on Debian's libraries).
+{
+	(cd "$REPO/rust/sframe" && cargo test --release 2>&1)
+	(cd "$REPO/tools/unwind_user/sframe_synth" && cargo test --release 2>&1)
+} >"$LOGS/host-test.log"
 
 # 2. The series: it must `git am` onto the pristine tree and give exactly the
 #    tree we built; checkpatch --strict must find no error in it.

@@ -55,7 +55,7 @@ def read(path):
 
 
 def host_tests(logs):
-    s = Suite("host: cargo test (rust/sframe)")
+    s = Suite("host: cargo test (rust/sframe, sframe_synth)")
     lines = read(os.path.join(logs, "host-test.log"))
     if lines is None:
         s.add(False, note="no host-test.log")
