@@ -57,7 +57,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test selftests initramfs clean-build perf fresh-root \
-	kernel-prod bench-debug producers
+	kernel-prod bench-debug producers bisect-check
 
 deps:
 	@harness/install-deps.sh
@@ -154,6 +154,12 @@ series: apply
 	@rm -rf $(SERIES_DIR)
 	@git -C $(SRC) format-patch -q --no-signature -o $(SERIES_DIR) pristine..HEAD
 	@echo "series: $$(ls $(SERIES_DIR) | wc -l) patches in $(SERIES_DIR)"
+
+# Every prefix of the series builds (harness/bisect-check.sh): one
+# incremental build a patch in $(KBUILD_DIR)/build-bisect. Not part of
+# make check.
+bisect-check: apply
+	@harness/bisect-check.sh $(REPO) $(KBUILD_DIR) $(JOBS)
 
 # A new Debian 12 root under $(KBUILD_DIR)/fresh-root, the clone of HEAD
 # and `make check` inside it. Root only (debootstrap, chroot).
