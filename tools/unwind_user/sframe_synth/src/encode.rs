@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! SFrame version 3 encoder for AMD64 (little-endian), default FDE type only.
+//! SFrame version 3 encoder for AMD64 (little-endian), default FDE type only,
+//! PC-increment FDEs and PC-mask FDEs (repeated stubs such as PLT entries).
 //!
 //! The layout is the one binutils 2.46+ writes and `rust/sframe` reads:
 //!
@@ -13,7 +14,8 @@
 //!                     i64 start (from the field itself), u32 size,
 //!                     u32 offset of its attribute record in the FRE area
 //! FRE area            per function: attribute record (u16 FRE count, info,
-//!                     info2 = 0 (default FDE), rep_size = 0), then its FREs:
+//!                     info2 = 0 (default FDE), rep_size: 0, or the block
+//!                     size of a PC-mask FDE), then its FREs:
 //!                     start offset (1, 2 or 4 bytes), info byte, data words
 //! ```
 //!
@@ -90,7 +92,14 @@ pub struct Function {
     pub size: u32,
     /// The function is a signal trampoline (CIE augmentation `S`).
     pub signal_frame: bool,
-    /// Rows in increasing `start` order, all below `size`.
+    /// `Some(n)`: a PC-mask FDE (`SFRAME_V3_FDE_PCTYPE_MASK`): the code is
+    /// a run of `n`-byte blocks with the same rows, whose starts are
+    /// offsets within a block (the row for `pc` is the last one starting at
+    /// or below `(pc - start) % n`). `None`: rows start at offsets from
+    /// `start` (PC-increment).
+    pub rep_size: Option<u8>,
+    /// Rows in increasing `start` order, all below `size` (below the
+    /// block size of a PC-mask FDE).
     pub fres: Vec<Fre>,
 }
 
@@ -100,6 +109,9 @@ pub struct Function {
 pub enum EncodeError {
     /// The function at this address has no row.
     NoRows(u64),
+    /// The PC-mask function at this address has a block size of 0 or
+    /// larger than itself.
+    BadRepSize(u64),
     /// The function at this address has more rows than V3 can count.
     TooManyRows(u64),
     /// Rows of the function at this address are not strictly increasing or
@@ -119,6 +131,9 @@ impl fmt::Display for EncodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EncodeError::NoRows(a) => write!(f, "function {a:#x} has no rows"),
+            EncodeError::BadRepSize(a) => {
+                write!(f, "function {a:#x}: block size 0 or past its end")
+            }
             EncodeError::TooManyRows(a) => {
                 write!(f, "function {a:#x} has more than {MAX_FRES} rows")
             }
@@ -196,9 +211,15 @@ fn check(f: &Function) -> Result<(), EncodeError> {
     if f.fres.len() > MAX_FRES {
         return Err(EncodeError::TooManyRows(f.start));
     }
+    // Rows must start inside the function, or inside the first block.
+    let limit = match f.rep_size {
+        None => f.size,
+        Some(n) if n == 0 || u32::from(n) > f.size => return Err(EncodeError::BadRepSize(f.start)),
+        Some(n) => u32::from(n),
+    };
     let mut prev: Option<u32> = None;
     for fre in &f.fres {
-        if fre.start >= f.size || prev.is_some_and(|p| fre.start <= p) {
+        if fre.start >= limit || prev.is_some_and(|p| fre.start <= p) {
             return Err(EncodeError::BadRowStart(f.start));
         }
         prev = Some(fre.start);
@@ -237,10 +258,12 @@ pub fn encode(functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
         // Checked by `check`: at most 0xffff rows.
         let n = u16::try_from(f.fres.len()).map_err(|_| EncodeError::TooManyRows(f.start))?;
         fres.extend(n.to_le_bytes());
-        // PC type "increment" (bit 4 clear), bit 7 marks a signal trampoline.
-        fres.push(ty | if f.signal_frame { 0x80 } else { 0 });
+        // Bit 4: PC type "mask" (else "increment"); bit 7: a signal
+        // trampoline.
+        let mask = if f.rep_size.is_some() { 0x10 } else { 0 };
+        fres.push(ty | mask | if f.signal_frame { 0x80 } else { 0 });
         fres.push(0); // info2: SFRAME_FDE_TYPE_DEFAULT
-        fres.push(0); // rep_size: only for PC-mask FDEs
+        fres.push(f.rep_size.unwrap_or(0)); // block size of a PC-mask FDE
         for fre in &f.fres {
             push_fre(&mut fres, fre, addr_size);
         }
@@ -292,7 +315,7 @@ pub fn encode(functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sframe::{Base, Error, FreType, RegRule, Section, Version};
+    use sframe::{Base, Error, FreType, PcType, RegRule, Section, Version};
 
     fn frame(cfa_base: CfaBase, cfa_offset: i32, fp_offset: Option<i32>) -> Rule {
         Rule::Frame {
@@ -307,6 +330,7 @@ mod tests {
             start,
             size,
             signal_frame: false,
+            rep_size: None,
             fres: fres
                 .iter()
                 .map(|&(start, rule)| Fre { start, rule })
@@ -356,6 +380,10 @@ mod tests {
         assert_eq!(h.num_fdes as usize, functions.len());
         for f in functions {
             let fde = sec.find_fde(f.start).unwrap();
+            match f.rep_size {
+                None => assert_eq!(fde.pc_type, PcType::Inc),
+                Some(n) => assert_eq!((fde.pc_type, fde.rep_size), (PcType::Mask, n)),
+            }
             let mut j = 0;
             sec.for_each_fre(&fde, |_, row| {
                 check_row(row, f, &f.fres[j]);
@@ -381,7 +409,10 @@ mod tests {
                     .collect()
             };
             for pc in pcs {
-                let off = (pc - f.start) as u32;
+                let mut off = (pc - f.start) as u32;
+                if let Some(n) = f.rep_size {
+                    off %= u32::from(n);
+                }
                 let fre = f.fres.iter().rev().find(|r| r.start <= off).unwrap();
                 check_row(&sec.find(pc).unwrap(), f, fre);
             }
@@ -540,6 +571,44 @@ mod tests {
     }
 
     #[test]
+    fn pc_mask_functions() {
+        // A lazy PLT as GNU ld describes it: PLT0 by increment, then
+        // 16-byte entries whose push moves the CFA at offset 11.
+        let plt0 = func(
+            0x1000,
+            16,
+            &[
+                (0, frame(CfaBase::Sp, 16, None)),
+                (6, frame(CfaBase::Sp, 24, None)),
+            ],
+        );
+        let mut pltn = func(
+            0x1010,
+            0xc0,
+            &[
+                (0, frame(CfaBase::Sp, 8, None)),
+                (11, frame(CfaBase::Sp, 16, None)),
+            ],
+        );
+        pltn.rep_size = Some(16);
+        // Blocks need not fill the function; one row is enough.
+        let mut odd = func(0x2000, 40, &[(0, frame(CfaBase::Sp, 8, None))]);
+        odd.rep_size = Some(16);
+        let f = [plt0, pltn, odd];
+        let bytes = encode(&f).unwrap();
+        // round_trip looks up every byte with `(pc - start) % 16`.
+        let mut sec = round_trip(&f, &bytes);
+        assert_eq!(sec.find(0x10cb).unwrap().cfa.offset, 16);
+        assert_eq!(sec.find(0x10ca).unwrap().cfa.offset, 8);
+        assert_eq!(sec.find(0x10d0), Err(Error::NotCovered));
+        assert_eq!(sec.find(0x2027).unwrap().cfa.offset, 8);
+        // The attribute record: PC-mask bit and the block size.
+        let fde = sec.fde(1).unwrap();
+        assert_eq!((fde.info & 0x10, fde.rep_size), (0x10, 16));
+        assert_eq!(sec.fde(0).unwrap().info & 0x10, 0);
+    }
+
+    #[test]
     fn section_at_zero_is_link_time_addresses() {
         // Near the top of user space, as a PIE's text would never be, and a
         // function at 0.
@@ -593,5 +662,17 @@ mod tests {
             encode(&[func(1 << 63, 4, &[(0, ok)])]),
             Err(EncodeError::AddressOverflow(1 << 63))
         );
+        let masked = |rep, rows: &[(u32, Rule)]| {
+            let mut f = func(0x10, 32, rows);
+            f.rep_size = Some(rep);
+            encode(&[f])
+        };
+        assert_eq!(masked(0, &[(0, ok)]), Err(EncodeError::BadRepSize(0x10)));
+        assert_eq!(masked(33, &[(0, ok)]), Err(EncodeError::BadRepSize(0x10)));
+        assert_eq!(
+            masked(16, &[(0, ok), (16, ok)]),
+            Err(EncodeError::BadRowStart(0x10))
+        );
+        assert!(masked(32, &[(0, ok), (31, ok)]).is_ok());
     }
 }

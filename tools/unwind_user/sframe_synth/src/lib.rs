@@ -35,7 +35,9 @@ pub mod encode;
 
 use std::fmt;
 
-use cfi::{Cfi, CfiError, LeftOut, Reason};
+use std::collections::BTreeSet;
+
+use cfi::{Cfi, CfiError, Described, LeftOut, Reason};
 use elf::ElfObject;
 use encode::{EncodeError, Function, Rule};
 
@@ -92,8 +94,13 @@ impl From<EncodeError> for Error {
 pub struct Stats {
     /// FDEs in `.eh_frame`.
     pub fdes: usize,
-    /// Functions encoded.
+    /// FDEs encoded whole.
     pub encoded: usize,
+    /// Functions (SFrame FDEs) written: one per encoded FDE, two for a
+    /// `.plt` FDE (PLT0 and the PC-mask entries).
+    pub functions: usize,
+    /// Of which PC-mask functions (`.plt` entries).
+    pub pc_mask: usize,
     /// FREs written.
     pub fres: usize,
     /// Encoded functions with an outermost row (return address undefined).
@@ -135,11 +142,13 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "  FDEs {}, functions encoded {} ({:.2}%), left out {}; {} FREs, {} outermost, {} signal frames",
+            "  FDEs {}, functions encoded {} ({:.2}%), left out {}; {} SFrame FDEs ({} PC-mask), {} FREs, {} outermost, {} signal frames",
             self.fdes,
             self.encoded,
             percent(count(self.encoded), count(self.fdes)),
             self.fdes.saturating_sub(self.encoded),
+            self.functions,
+            self.pc_mask,
             self.fres,
             self.outermost,
             self.signal_frames,
@@ -189,7 +198,7 @@ pub struct Synthesis {
     pub section: Vec<u8>,
     /// The functions encoded, sorted by start address.
     pub functions: Vec<Function>,
-    /// The FDEs left out, and why.
+    /// The FDEs (or parts of FDEs) left out, and why.
     pub left_out: Vec<LeftOut>,
     /// Coverage figures.
     pub stats: Stats,
@@ -207,12 +216,13 @@ fn inside(segments: &[(u64, u64)], start: u64, size: u32) -> bool {
 /// overlap one kept before (in address order), and encode them.
 pub fn synthesize(obj: &ElfObject<'_>) -> Result<Synthesis, Error> {
     let Cfi {
+        fdes,
         mut functions,
         mut left_out,
     } = cfi::read_eh_frame(&obj.eh_frame)?;
-    functions.sort_by_key(|f| f.start);
+    functions.sort_by_key(|d| d.function.start);
     let mut kept: Vec<Function> = Vec::with_capacity(functions.len());
-    for f in functions {
+    for Described { fde, function: f } in functions {
         let reason = if !inside(&obj.exec_segments, f.start, f.size) {
             Some(Reason::OutsideText)
         } else if kept
@@ -225,6 +235,7 @@ pub fn synthesize(obj: &ElfObject<'_>) -> Result<Synthesis, Error> {
         };
         match reason {
             Some(reason) => left_out.push(LeftOut {
+                fde,
                 start: f.start,
                 size: u64::from(f.size),
                 reason,
@@ -238,9 +249,12 @@ pub fn synthesize(obj: &ElfObject<'_>) -> Result<Synthesis, Error> {
         .iter()
         .fold(0u64, |n, f| n.saturating_add(u64::from(f.size)));
     let left_bytes = left_out.iter().fold(0u64, |n, l| n.saturating_add(l.size));
+    let not_whole: BTreeSet<usize> = left_out.iter().map(|l| l.fde).collect();
     let stats = Stats {
-        fdes: kept.len().saturating_add(left_out.len()),
-        encoded: kept.len(),
+        fdes,
+        encoded: fdes.saturating_sub(not_whole.len()),
+        functions: kept.len(),
+        pc_mask: kept.iter().filter(|f| f.rep_size.is_some()).count(),
         fres: kept
             .iter()
             .fold(0usize, |n, f| n.saturating_add(f.fres.len())),

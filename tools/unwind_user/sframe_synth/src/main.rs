@@ -36,10 +36,13 @@ Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
 A function is encoded only if every row of its CFI is CFA = RSP or RBP +
 offset, return address at CFA - 8 and RBP unchanged or saved at CFA +
 offset (a row with the return address undefined is encoded as outermost).
-Other functions (CFA expressions such as .plt entries, a CFA in another
-register as after stack realignment, ...) are left out, so that the kernel
-falls back to frame pointers for them. Objects that already carry SFrame
-(.sframe section or PT_GNU_SFRAME) are skipped.
+The one CFA expression understood is GNU ld's for lazy .plt entries
+(CFA = RSP + 8, or + 16 once the entry has pushed its index): those
+entries are encoded as a PC-mask FDE of 16-byte blocks, as ld does.
+Other functions (other CFA expressions such as signal trampolines', a CFA
+in another register as after stack realignment, ...) are left out, so
+that the kernel falls back to frame pointers for them. Objects that
+already carry SFrame (.sframe section or PT_GNU_SFRAME) are skipped.
 
 Address convention: the section is encoded as if it were located at address
 0 of the object's link-time address space, i.e. its function start

@@ -6,7 +6,11 @@
 //!
 //! The expected rows and the expected set of encodable functions are
 //! computed here from gimli's rows directly, independently of the
-//! synthesizer's own conversion.
+//! synthesizer's own conversion. Rows whose CFA is GNU ld's lazy-PLT
+//! expression (recognized here by its bytes) are expected as PC-mask
+//! functions, and the CFA the decoder gives for every byte of them is
+//! compared with the value of the DWARF expression itself, evaluated by
+//! gimli's expression evaluator (`gimli::Evaluation`) at that address.
 //!
 //! `cargo test --release --test debian_libs -- --nocapture` prints the
 //! coverage figures.
@@ -14,11 +18,11 @@
 use std::collections::BTreeMap;
 
 use gimli::{
-    BaseAddresses, CfaRule, CieOrFde, EhFrame, LittleEndian, RegisterRule, UnwindContext,
-    UnwindSection, X86_64,
+    BaseAddresses, CfaRule, CieOrFde, EhFrame, Encoding, EndianSlice, EvaluationResult, Expression,
+    LittleEndian, Location, Piece, RegisterRule, UnwindContext, UnwindSection, Value, X86_64,
 };
 use object::{Object, ObjectSection};
-use sframe::{Base, Error, RegRule, Section, Version};
+use sframe::{Base, Error, PcType, RegRule, Section, Version};
 use sframe_synth::{elf, synthesize};
 
 const LIBS: [&str; 5] = [
@@ -30,7 +34,7 @@ const LIBS: [&str; 5] = [
 ];
 
 /// What the decoder must answer for one address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Expect {
     Frame {
         cfa_fp: bool,
@@ -38,6 +42,9 @@ enum Expect {
         fp_off: Option<i64>,
     },
     Outermost,
+    /// CFA = GNU ld's lazy-PLT expression (these bytes), RA at CFA - 8, RBP
+    /// unchanged: to be evaluated at every address.
+    Plt(Vec<u8>),
 }
 
 /// One FDE as gimli evaluates it.
@@ -45,9 +52,81 @@ struct GimliFde {
     start: u64,
     len: u64,
     signal: bool,
+    encoding: Encoding,
     /// (start, end, expectation) per row, or `None` if some row cannot be
     /// said in SFrame.
     rows: Option<Vec<(u64, u64, Expect)>>,
+}
+
+/// Whether `expr` is the CFA expression of a lazy PLT entry as binutils
+/// writes it (`elf_x86_64_eh_frame_lazy_plt`, `..._lazy_ibt_plt`):
+/// `DW_OP_breg7 8; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and; DW_OP_litN;
+/// DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus`, N from 1 to 15.
+fn is_plt_expression(expr: &[u8]) -> bool {
+    matches!(
+        expr,
+        [
+            0x77,
+            0x08,
+            0x80,
+            0x00,
+            0x3f,
+            0x1a,
+            0x31..=0x3f,
+            0x2a,
+            0x33,
+            0x24,
+            0x22
+        ]
+    )
+}
+
+/// The CFA `expr` gives with RSP = `rsp` and RIP = `rip`, by gimli's
+/// DWARF expression evaluator.
+fn evaluate_cfa(expr: &[u8], encoding: Encoding, rsp: u64, rip: u64) -> u64 {
+    let mut eval = Expression(EndianSlice::new(expr, LittleEndian)).evaluation(encoding);
+    let mut state = eval.evaluate().unwrap();
+    loop {
+        state = match state {
+            EvaluationResult::Complete => break,
+            EvaluationResult::RequiresRegister { register, .. } => {
+                let v = match register {
+                    X86_64::RSP => rsp,
+                    X86_64::RA => rip,
+                    r => panic!("register {r:?} asked for"),
+                };
+                eval.resume_with_register(Value::Generic(v)).unwrap()
+            }
+            other => panic!("{other:?}"),
+        };
+    }
+    match eval.as_result() {
+        [Piece {
+            location: Location::Address { address },
+            ..
+        }] => *address,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The functions the synthesizer must write for an encodable FDE: runs of
+/// PLT rows are PC-mask functions, runs of other rows PC-increment ones:
+/// (start, end, PC-mask).
+fn functions_of(f: &GimliFde) -> Vec<(u64, u64, bool)> {
+    let end = f.start + f.len;
+    let mut out: Vec<(u64, u64, bool)> = Vec::new();
+    for &(rs, re, ref e) in f.rows.as_ref().unwrap() {
+        let (rs, re) = (rs.max(f.start), re.min(end));
+        if rs >= re {
+            continue;
+        }
+        let plt = matches!(e, Expect::Plt(_));
+        match out.last_mut() {
+            Some(last) if last.2 == plt => last.1 = re,
+            _ => out.push((if out.is_empty() { f.start } else { rs }, re, plt)),
+        }
+    }
+    out
 }
 
 /// The oracle: gimli's rows, judged by the rule of the task (CFA = RSP/RBP
@@ -79,8 +158,22 @@ fn gimli_fdes(path: &str, data: &[u8]) -> Vec<GimliFde> {
         let mut rows = Some(Vec::new());
         while let Some(row) = table.next_row().unwrap() {
             let ra = row.register(X86_64::RA);
+            let rbp = row.register(X86_64::RBP);
+            let rbp_kept = matches!(
+                rbp,
+                None | Some(RegisterRule::SameValue) | Some(RegisterRule::Undefined)
+            );
+            let plt = match row.cfa() {
+                CfaRule::Expression(e) => {
+                    let bytes = e.get(&eh).unwrap().0.slice().to_vec();
+                    is_plt_expression(&bytes).then_some(bytes)
+                }
+                _ => None,
+            };
             let e = if ra == Some(RegisterRule::Undefined) {
                 Some(Expect::Outermost)
+            } else if let Some(bytes) = plt {
+                (ra == Some(RegisterRule::Offset(-8)) && rbp_kept).then_some(Expect::Plt(bytes))
             } else {
                 let cfa = match *row.cfa() {
                     CfaRule::RegisterAndOffset { register, offset }
@@ -118,6 +211,7 @@ fn gimli_fdes(path: &str, data: &[u8]) -> Vec<GimliFde> {
             start: fde.initial_address(),
             len: fde.len(),
             signal: fde.cie().is_signal_trampoline(),
+            encoding: fde.cie().encoding(),
             rows,
         });
     }
@@ -152,47 +246,74 @@ fn check_lib(path: &str) -> Option<String> {
     // Every encodable FDE was encoded, nothing else.
     assert_eq!(syn.stats.fdes, fdes.len(), "{path}");
     assert_eq!(syn.stats.encoded, encodable.len(), "{path}");
-    assert_eq!(sec.num_fdes() as usize, encodable.len(), "{path}");
-    let mut starts: Vec<u64> = encodable.iter().map(|f| f.start).collect();
-    starts.sort_unstable();
-    for (i, s) in starts.iter().enumerate() {
+    let mut functions: Vec<(u64, u64, bool)> =
+        encodable.iter().flat_map(|f| functions_of(f)).collect();
+    functions.sort_unstable();
+    assert_eq!(sec.num_fdes() as usize, functions.len(), "{path}");
+    for (i, &(s, e, plt)) in functions.iter().enumerate() {
         let d = sec.fde(i as u32).unwrap();
-        assert_eq!(d.func_start, *s, "{path}: FDE {i}");
+        assert_eq!((d.func_start, d.func_end()), (s, e), "{path}: FDE {i}");
+        if plt {
+            assert_eq!(
+                (d.pc_type, d.rep_size),
+                (PcType::Mask, 16),
+                "{path}: FDE {i}"
+            );
+        } else {
+            assert_eq!(d.pc_type, PcType::Inc, "{path}: FDE {i}");
+        }
     }
 
-    // Every byte of every encoded function: the decoded row is gimli's.
+    // Every byte of every encoded function: the decoded row is gimli's;
+    // in PLT entries, the CFA is the value of the expression.
     let mut lookups = 0u64;
+    let mut plt_bytes = 0u64;
     for f in &encodable {
         let end = f.start + f.len;
-        for &(rs, re, e) in f.rows.as_ref().unwrap() {
-            for pc in rs.max(f.start)..re.min(end) {
+        for (rs, re, e) in f.rows.as_ref().unwrap() {
+            let (fs, fe, _) = *functions
+                .iter()
+                .find(|(s, e, _)| *s <= (*rs).max(f.start) && (*rs).max(f.start) < *e)
+                .unwrap();
+            for pc in (*rs).max(f.start)..(*re).min(end) {
                 let row = sec
                     .find(pc)
                     .unwrap_or_else(|err| panic!("{path}: {pc:#x}: {err:?}"));
                 lookups += 1;
-                assert_eq!(row.func_start, f.start, "{path}: {pc:#x}");
-                assert_eq!(u64::from(row.func_size), f.len, "{path}: {pc:#x}");
+                assert_eq!(row.func_start, fs, "{path}: {pc:#x}");
+                assert_eq!(u64::from(row.func_size), fe - fs, "{path}: {pc:#x}");
                 assert_eq!(row.signal_frame, f.signal, "{path}: {pc:#x}");
-                match e {
-                    Expect::Outermost => assert!(row.outermost, "{path}: {pc:#x}"),
+                let (cfa_fp, cfa_off, fp_off) = match e {
+                    Expect::Outermost => {
+                        assert!(row.outermost, "{path}: {pc:#x}");
+                        continue;
+                    }
                     Expect::Frame {
                         cfa_fp,
                         cfa_off,
                         fp_off,
-                    } => {
-                        assert!(!row.outermost, "{path}: {pc:#x}");
-                        let base = if cfa_fp { Base::Fp } else { Base::Sp };
-                        assert_eq!(row.cfa.base, base, "{path}: {pc:#x}");
-                        assert_eq!(i64::from(row.cfa.offset), cfa_off, "{path}: {pc:#x}");
-                        assert!(!row.cfa.deref, "{path}: {pc:#x}");
-                        assert_eq!(row.ra, RegRule::CfaOffset(-8), "{path}: {pc:#x}");
-                        let fp = match fp_off {
-                            Some(o) => RegRule::CfaOffset(i32::try_from(o).unwrap()),
-                            None => RegRule::SameValue,
-                        };
-                        assert_eq!(row.fp, fp, "{path}: {pc:#x}");
+                    } => (*cfa_fp, *cfa_off, *fp_off),
+                    Expect::Plt(expr) => {
+                        plt_bytes += 1;
+                        // CFA - RSP, the same whatever RSP is.
+                        let rsp = 0x7ffc_1234_5670;
+                        let cfa = evaluate_cfa(expr, f.encoding, rsp, pc);
+                        let again = evaluate_cfa(expr, f.encoding, rsp + 0x1008, pc);
+                        assert_eq!(again - cfa, 0x1008, "{path}: {pc:#x}");
+                        (false, (cfa - rsp) as i64, None)
                     }
-                }
+                };
+                assert!(!row.outermost, "{path}: {pc:#x}");
+                let base = if cfa_fp { Base::Fp } else { Base::Sp };
+                assert_eq!(row.cfa.base, base, "{path}: {pc:#x}");
+                assert_eq!(i64::from(row.cfa.offset), cfa_off, "{path}: {pc:#x}");
+                assert!(!row.cfa.deref, "{path}: {pc:#x}");
+                assert_eq!(row.ra, RegRule::CfaOffset(-8), "{path}: {pc:#x}");
+                let fp = match fp_off {
+                    Some(o) => RegRule::CfaOffset(i32::try_from(o).unwrap()),
+                    None => RegRule::SameValue,
+                };
+                assert_eq!(row.fp, fp, "{path}: {pc:#x}");
             }
         }
     }
@@ -223,7 +344,7 @@ fn check_lib(path: &str) -> Option<String> {
         );
     }
     Some(format!(
-        "{path}: {lookups} lookups match gimli, {left_out} left-out bytes not covered\n{}",
+        "{path}: {lookups} lookups match gimli ({plt_bytes} PLT bytes against the evaluated expression), {left_out} left-out bytes not covered\n{}",
         syn.stats
     ))
 }
