@@ -25,6 +25,7 @@ GROWTH_ROUNDS=7		# rounds over all sizes, so that drift hits all alike
 GROWTH_SIZES="10 100 1000 10000 100000"
 MEM_K=50		# registrations per size for the memory figure
 LEAK_ITERS=2000
+EXEC_REPS=41
 PERF_SECONDS=4
 PERF_FREQ=10000
 [ -f $D/bench.env ] && . $D/bench.env
@@ -69,6 +70,14 @@ for u in sframe fp; do
 		2>/dev/null | grep '%'
 	echo "### bench-profile $u end"
 	rm -f prof-$u.data
+done
+
+# e. What exec pays for validating and registering a program's section:
+# fork + execve + exit of the 10k- and 100k-function programs (400 KB and
+# 4 MB of .sframe), against the same programs without it, interleaved.
+phase exec
+for n in 10000 100000; do
+	unwind_bench exec $D/growth_$n $D/growth_${n}_nosframe $EXEC_REPS
 done
 
 # d. Growth: the same step against the number of functions, one round over

@@ -574,6 +574,25 @@ def main():
           f'user copy), and {fmt(fit["icpt"], 0)} ns for the rest of the SFrame step.')
     o('')
 
+    o('## e. What exec pays for a section')
+    o('')
+    o('fork + execve + exit of a growth program (it exits at once) with its section, which '
+      'binfmt_elf validates in full and registers (the FDE table copied into the kernel), '
+      'against the same program with the `.sframe` section header removed (an empty '
+      '`PT_GNU_SFRAME`: nothing registered); interleaved, median.')
+    o('')
+    o('| binary | FDEs | .sframe bytes | exec with | exec without | difference | per MiB of section |')
+    o('|---|---:|---:|---:|---:|---:|---:|')
+    for e in select(recs, 'exec'):
+        name = str(e['binary']).rsplit('/', 1)[-1]
+        g = next((g for g in G if g['binary'] == name), {})
+        d = e['sframe_median_ns'] - e['nosframe_median_ns']
+        mib = g.get('sframe_bytes', 0) / (1 << 20)
+        o(f'| {name} | {g.get("fdes", "?")} | {g.get("sframe_bytes", "?")} | '
+          f'{fmt(e["sframe_median_ns"] / 1000, 0)} us | {fmt(e["nosframe_median_ns"] / 1000, 0)} us | '
+          f'{fmt(d / 1000, 0)} us | {fmt(d / 1000 / mib if mib else None, 0)} us |')
+    o('')
+
     o('## Breakdown of the SFrame step')
     o('')
     loops = {kv['unwinder']: kv for kv in select(recs, 'loop')}

@@ -31,6 +31,11 @@ make -s -C "$REPO/demo" O="$G" >/dev/null
 for p in unwind_bench growth_10 growth_100 growth_1000 growth_10000 growth_100000; do
 	strip -o "$G/$p" "$OUT/build/$p"
 done
+# The exec-cost baseline: the same programs with the .sframe section header
+# removed (PT_GNU_SFRAME then empty: binfmt_elf registers nothing).
+for p in growth_10000 growth_100000; do
+	strip --remove-section=.sframe -o "$G/${p}_nosframe" "$OUT/build/$p"
+done
 strip --strip-debug -o "$G/perf" "$PERF"
 install -m 755 "$HERE/guest-bench.sh" "$G/demo.sh"
 printf '%s\n' "${BENCH_ENV:-}" >"$G/bench.env"

@@ -22,6 +22,9 @@
  *   mem NFDES K                   kernel memory of K registrations
  *   leak DEPTH ITERS              kernel memory around ITERS SFrame unwinds
  *   loop UNWINDER DEPTH ITERS     one measurement (to profile the kernel)
+ *   exec PATH OTHER REPS          fork + execve time of PATH and of OTHER (the
+ *                                 same without .sframe), interleaved
+ *   nop                           exit at once (what exec runs)
  *
  * DEPTH is the number of chain frames below main(); the unwinders also see
  * the write() wrapper, the trigger, main() and libc's start frames.
@@ -38,6 +41,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <linux/prctl.h>
 #include <linux/unwind_user.h>
 
@@ -593,6 +597,48 @@ static void cmd_leak(int depth, unsigned long iters)
 	fflush(stdout);
 }
 
+/*
+ * exec cost: REPS times, fork and execve @path with the command "nop",
+ * interleaved with @other (the same program with its .sframe section
+ * header removed, so that binfmt_elf finds an empty PT_GNU_SFRAME and
+ * registers nothing); the median time from fork to the child's exit.
+ */
+static void cmd_exec(const char *path, const char *other, int reps)
+{
+	const char *const bins[2] = { path, other };
+	unsigned long *ns[2];
+	int i, k;
+
+	ns[0] = calloc(reps, sizeof(unsigned long));
+	ns[1] = calloc(reps, sizeof(unsigned long));
+	if (!ns[0] || !ns[1])
+		die("calloc");
+	for (i = 0; i < reps; i++) {
+		for (k = 0; k < 2; k++) {
+			int w = (i & 1) ? 1 - k : k, status;
+			double t0 = now_ns();
+			pid_t pid = fork();
+
+			if (pid < 0)
+				die("fork");
+			if (!pid) {
+				execl(bins[w], bins[w], "nop", (char *)NULL);
+				_exit(127);
+			}
+			if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+			    WEXITSTATUS(status))
+				die("exec child");
+			ns[w][i] = now_ns() - t0;
+		}
+	}
+	for (k = 0; k < 2; k++)
+		qsort(ns[k], reps, sizeof(unsigned long), cmp_ul);
+	printf("bench: exec binary=%s reps=%d sframe_median_ns=%lu nosframe_median_ns=%lu\n",
+	       path, reps, ns[0][reps / 2], ns[1][reps / 2]);
+	free(ns[0]);
+	free(ns[1]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -600,6 +646,8 @@ int main(int argc, char **argv)
 	long b = argc > 3 ? strtol(argv[3], NULL, 0) : 0;
 	long c = argc > 4 ? strtol(argv[4], NULL, 0) : 0;
 
+	if (!strcmp(cmd, "nop"))
+		return 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	trig_fd = open(TRIGGER, O_RDWR);
 	if (trig_fd < 0 && strcmp(cmd, "reg") && strcmp(cmd, "mem") && strcmp(cmd, "info"))
@@ -619,8 +667,10 @@ int main(int argc, char **argv)
 		cmd_loop(argv[2], b, c);
 	else if (!strcmp(cmd, "leak") && a > 0 && b > 0)
 		cmd_leak(a, b);
+	else if (!strcmp(cmd, "exec") && argc == 5 && c > 0)
+		cmd_exec(argv[2], argv[3], c);
 	else {
-		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS | loop sframe|fp DEPTH ITERS\n",
+		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS | loop sframe|fp DEPTH ITERS | exec PATH NOSFRAME_PATH REPS | nop\n",
 			argv[0]);
 		return 2;
 	}
