@@ -27,7 +27,9 @@ Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
   --cache DIR  write DIR/<GNU build ID in hex>.sframe for every OBJECT
                (DIR is created; each file is written to a temporary file
                and renamed into place)
-  -o OUT       write the section of the one OBJECT to OUT (same way)
+  -o OUT       write the section of the one OBJECT to OUT (same way; an
+               OUT that exists and is not a regular file, such as
+               /dev/null or a FIFO, is written into instead)
   --report     print per object: FDEs, functions encoded, text bytes
                covered, section size against .eh_frame, and how many
                functions were left out for which reason
@@ -142,6 +144,20 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })
 }
 
+/// Write `bytes` to the `-o` file: a regular file (or a new one) is
+/// replaced atomically; anything else that exists (`/dev/null`,
+/// `/dev/stdout`, a FIFO) is written into, never replaced by a rename.
+fn write_out(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    match fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+        _ => write_atomic(path, bytes),
+    }
+}
+
 /// Process one object. `Ok` carries nothing: messages are printed here.
 fn run_one(path: &Path, o: &Options) -> Result<(), String> {
     let data = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
@@ -168,7 +184,7 @@ fn run_one(path: &Path, o: &Options) -> Result<(), String> {
         written.push(file);
     }
     if let Some(out) = &o.out {
-        write_atomic(out, &syn.section)?;
+        write_out(out, &syn.section)?;
         written.push(out.clone());
     }
     if o.report {

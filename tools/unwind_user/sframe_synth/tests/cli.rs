@@ -122,6 +122,42 @@ fn cache_and_output_files() {
 }
 
 #[test]
+fn output_that_is_not_a_regular_file_is_written_into() {
+    if !have(LIBZ) {
+        return;
+    }
+    // A FIFO stands for /dev/null and /dev/stdout: renaming a temporary
+    // file over it would replace it with a regular file.
+    let d = scratch("fifo");
+    let fifo = d.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        println!("note: mkfifo failed, skipped");
+        return;
+    }
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    let o = run(&["-o", fifo.to_str().unwrap(), LIBZ]);
+    if !o.status.success() {
+        // Let the reader go before failing.
+        let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        panic!("{}", stderr(&o));
+    }
+    // Still the FIFO (else the reader waits on the old one forever: the
+    // test fails without joining it).
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(files_in(&d), ["fifo"]);
+    let got = reader.join().unwrap();
+    let data = std::fs::read(LIBZ).unwrap();
+    let obj = sframe_synth::elf::read_elf(&data).unwrap();
+    assert_eq!(got, sframe_synth::synthesize(&obj).unwrap().section);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn objects_with_sframe_are_skipped() {
     if !have(WITH_SFRAME) {
         return;
