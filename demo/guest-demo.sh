@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Guest side of `make demo` (installed as /selftests/demo.sh, run by /init in
-# demo mode with its output on ttyS1).  Profiles the workload five ways with
+# demo mode with its output on ttyS1).  Profiles the workload six ways with
 # the real perf tool and prints, for each, a summary line and perf script's
 # output (gzip + base64) between markers for the host to split:
 #
@@ -26,10 +26,12 @@ echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
 # Sample-time (NMI/IRQ) SFrame in perf_callchain_user(): off for the fp
 # row, which is what a kernel without this series does.
 NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
-# The audit row: the same deferred SFrame unwind, with the LD_AUDIT module
-# registering libc's and ld.so's sections synthesized from .eh_frame.
+# The audit rows: the same deferred SFrame unwind, then the sample-time one
+# (plain --call-graph fp), with the LD_AUDIT module registering libc's and
+# ld.so's sections synthesized from .eh_frame.
 modes="fp sframe nmi dwarf"
-[ -f $D/unwind_user_audit.so ] && modes="$modes audit"
+[ -f $D/unwind_user_audit.so ] && modes="$modes audit auditnmi"
+audit="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=$D/sframe-cache UNWIND_USER_AUDIT_DEBUG=1"
 for m in $modes; do
 	pre=
 	case $m in
@@ -37,8 +39,8 @@ for m in $modes; do
 	sframe)	cg=fp,defer ;;
 	nmi)	cg=fp; echo Y >$NMI_SFRAME ;;
 	dwarf)	cg=dwarf ;;
-	audit)	cg=fp,defer; echo N >$NMI_SFRAME
-		pre="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=$D/sframe-cache UNWIND_USER_AUDIT_DEBUG=1" ;;
+	audit)	cg=fp,defer; echo N >$NMI_SFRAME; pre=$audit ;;
+	auditnmi) cg=fp; echo Y >$NMI_SFRAME; pre=$audit ;;
 	esac
 	t0=$(date +%s)
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.

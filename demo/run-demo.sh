@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make demo: build the workload, put it and perf into an initramfs of its
-# own, boot the test kernel, profile the workload five ways inside the guest
+# own, boot the test kernel, profile the workload six ways inside the guest
 # (demo/guest-demo.sh) and report on the host (demo/report.py).
 #
 # Usage: run-demo.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
@@ -32,7 +32,7 @@ make -s -C "$HERE" O="$G"
 # stays small.
 strip --strip-debug -o "$G/perf" "$PERF"
 install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
-# The audit row: the LD_AUDIT module and the sections sframe-synth makes for
+# The audit rows: the LD_AUDIT module and the sections sframe-synth makes for
 # the host's libc and ld.so (the guest gets the same files; the module's
 # own libc looks ld.so up under /lib/x86_64-linux-gnu, hence extra-libs).
 make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$G/" KHDR_INCLUDES="-I$REPO/include/uapi"
