@@ -19,7 +19,7 @@
 
 use kernel::{
     alloc::{
-        flags::{__GFP_RETRY_MAYFAIL, GFP_KERNEL_ACCOUNT},
+        flags::{__GFP_NOWARN, __GFP_RETRY_MAYFAIL, GFP_KERNEL_ACCOUNT},
         Flags, KBox, KVVec,
     },
     bindings,
@@ -45,9 +45,11 @@ pub(crate) const MAX_FDE_BYTES: usize = 16 << 20;
 
 /// How the registry allocates: charged to the memory cgroup of the task
 /// that registers (or forks), and failing with `ENOMEM` rather than
-/// invoking the OOM killer when that cgroup is at its limit.
+/// invoking the OOM killer when that cgroup is at its limit. Quietly: a
+/// process can make these fail at will, and `ENOMEM` is its answer, not a
+/// warning with a stack trace in the kernel log.
 fn gfp() -> Flags {
-    GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL
+    GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN
 }
 
 /// One registered section: the text it describes and where it lives.

@@ -29,16 +29,16 @@
 #define FUNC_SIZE	16
 #define NSECS		8
 
-static long long read_ll(const char *path)
+/*
+ * The number in the file open at @fd. The file is opened once, before the
+ * limit is set: at the limit, opening it would need memory the cgroup no
+ * longer has (the OOM killer, not ENOMEM, answers a plain open()).
+ */
+static long long read_ll(int fd)
 {
 	char buf[64] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
 	return n > 0 ? atoll(buf) : -1;
 }
 
@@ -97,7 +97,7 @@ static int in_cgroup(const char *cg)
 	char path[256], val[32];
 	struct sec s[NSECS];
 	long long base, cur, prev;
-	int i, ok = 0;
+	int i, current, ok = 0;
 	long r = 0;
 
 	for (i = 0; i < NSECS; i++)
@@ -107,18 +107,20 @@ static int in_cgroup(const char *cg)
 	if (write_text(path, "0"))
 		return 11;
 	snprintf(path, sizeof(path), "%s/memory.current", cg);
-	base = read_ll(path);
+	current = open(path, O_RDONLY);
+	if (current < 0)
+		return 11;
+	base = read_ll(current);
 	/* Room for two tables of ~1 MB, with a margin for the rest. */
 	snprintf(val, sizeof(val), "%lld", base + (5ll << 19));
 	snprintf(path, sizeof(path), "%s/memory.max", cg);
 	if (write_text(path, val))
 		return 12;
 
-	snprintf(path, sizeof(path), "%s/memory.current", cg);
-	prev = read_ll(path);
+	prev = read_ll(current);
 	for (i = 0; i < NSECS; i++) {
 		r = reg(&s[i]);
-		cur = read_ll(path);
+		cur = read_ll(current);
 		printf("# registration %d: %ld, memory.current +%lld bytes\n",
 		       i, r, cur - prev);
 		if (r)
@@ -145,7 +147,7 @@ static int in_cgroup(const char *cg)
 			return 17;
 	/* The tables go after an RCU grace period: let it pass. */
 	usleep(200000);
-	cur = read_ll(path);
+	cur = read_ll(current);
 	printf("# all unregistered: memory.current %+lld bytes from before\n", cur - base);
 	if (cur - base >= NFUNCS * 20)
 		return 18;
