@@ -519,7 +519,12 @@ static int run_child(const char *name, enum mode mode, struct result *r,
 		close(errp[0]);
 		dup2(errp[1], STDERR_FILENO);
 		snprintf(fdarg, sizeof(fdarg), "%d", res[1]);
+		/*
+		 * Only the objects the test knows of: run_kselftest.sh runs
+		 * tests under stdbuf, whose LD_PRELOAD would load one more.
+		 */
 		unsetenv("LD_AUDIT");
+		unsetenv("LD_PRELOAD");
 		if (mode != NO_AUDIT) {
 			setenv("LD_AUDIT", audit_so, 1);
 			setenv("UNWIND_USER_SFRAME_CACHE",
