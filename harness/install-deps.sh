@@ -5,8 +5,11 @@
 # Idempotent: a second run on a prepared machine does nothing but checks.
 # Debian 12 (bookworm) host, x86_64.
 #
-# Usage: install-deps.sh [fresh-root]
+# Usage: install-deps.sh [fresh-root | vng VENV]
 #   fresh-root: also what `make fresh-root` needs on the host (debootstrap).
+#   vng: also virtme-ng (make vng), from PyPI into the virtual environment
+#   VENV, at the versions of harness/vng-requirements.txt; only make vng
+#   asks for it, so make check needs nothing from PyPI.
 set -euo pipefail
 
 APT_PKGS=(
@@ -23,6 +26,14 @@ APT_PKGS=(
 	binutils file
 )
 [ "${1:-}" = fresh-root ] && APT_PKGS+=(debootstrap)
+# virtme-ng runs on Debian's python3 in a venv. Its guest init starts the
+# host's udevd, whose rules make the /dev/virtio-ports/virtme.* names it
+# wires the command's stdin, stdout and exit status to (without udev the
+# command's output goes to the kernel console). It shares the host's root
+# with the guest over 9p, which qemu-system-x86 has: bookworm has no
+# virtiofsd of its own (qemu's C one is not what vng drives; trixie's
+# would need trixie's libc).
+[ "${1:-}" = vng ] && APT_PKGS+=(python3 python3-venv udev)
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -50,3 +61,18 @@ if ! ls "$LIBCLANG"/libclang*.so* >/dev/null 2>&1; then
 	exit 1
 fi
 echo "install-deps: ok ($(/usr/bin/rustc --version), $(bindgen --version), libclang in $LIBCLANG)"
+
+if [ "${1:-}" = vng ]; then
+	VENV=${2:?usage: install-deps.sh vng VENV}
+	REQS=$(dirname "$0")/vng-requirements.txt
+	want=$(sed -n 's/^virtme-ng==//p' "$REQS")
+	if ! "$VENV/bin/vng" --version 2>/dev/null | grep -qxF "virtme-ng $want" ||
+	   ! "$VENV/bin/pip" freeze 2>/dev/null | sort | cmp -s - <(grep -v '^#' "$REQS" | sort); then
+		echo "install-deps: pip install virtme-ng $want into $VENV"
+		# Debian's python3, not whatever python3 comes first in PATH.
+		/usr/bin/python3 -m venv --clear "$VENV"
+		"$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+			--require-virtualenv -r "$REQS"
+	fi
+	echo "install-deps: vng ok ($("$VENV/bin/vng" --version) in $VENV)"
+fi
