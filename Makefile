@@ -7,6 +7,7 @@
 #   make bench    boot and measure the unwinders: step, perf, registration (bench/)
 #   make perf     build tools/perf of the same tree, on the host
 #   make kernel   build bzImage only
+#   make vng      boot with virtme-ng, run the kselftests with run_kselftest.sh
 #   make boot     interactive shell in the guest
 #   make series   write the git format-patch series against pristine 7.2
 #   make fresh-root   README's two commands (clone, make check) in a new
@@ -20,6 +21,17 @@ OUT        := $(KBUILD_DIR)/build
 # The production configuration (no debug checks) that make bench measures.
 OUT_PROD   := $(KBUILD_DIR)/build-prod
 GUEST      := $(KBUILD_DIR)/guest
+# The test kernel with what virtme-ng needs (make vng), and vng itself, from
+# PyPI in a virtual environment (harness/install-deps.sh vng).
+OUT_VNG    := $(KBUILD_DIR)/build-vng
+VENV       := $(KBUILD_DIR)/venv
+# make vng's kselftest installation (run_kselftest.sh) and its logs.
+VNG_DIR    := $(KBUILD_DIR)/vng
+KSFT_VNG   := $(VNG_DIR)/kselftest
+# kvm if make check's probe found KVM working on this machine, else tcg.
+VNG_ACCEL  ?= $(shell cat $(KBUILD_DIR)/check/kvm-probe 2>/dev/null || echo tcg)
+# Seconds each test program may run (the busybox guest's bound too).
+VNG_TEST_TIMEOUT ?= 300
 # The selftest programs of other SFrame producers, built from source.
 PRODUCERS  := $(KBUILD_DIR)/producers
 PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.c \
@@ -45,6 +57,7 @@ KMAKE_ANY := $(MAKE) -C $(SRC) -j$(JOBS) \
 	BINDGEN=$(HOME)/.cargo/bin/bindgen
 KMAKE := $(KMAKE_ANY) O=$(OUT)
 KMAKE_PROD := $(KMAKE_ANY) O=$(OUT_PROD)
+KMAKE_VNG := $(KMAKE_ANY) O=$(OUT_VNG)
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 # bindgen loads libclang at run time and 7.2 needs >= 17: use the one
@@ -57,7 +70,8 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test selftests initramfs clean-build perf fresh-root \
-	kernel-prod bench-debug producers bisect-check
+	kernel-prod bench-debug producers bisect-check kernel-vng vng \
+	vng-deps kselftest-vng
 
 deps:
 	@harness/install-deps.sh
@@ -87,6 +101,59 @@ $(OUT_PROD)/.config: kernel/configs/unwind_user.config kernel/configs/unwind_use
 	$(KMAKE_PROD) tinyconfig unwind_user.config unwind_user_prod.config \
 		>$(OUT_PROD)/config.log 2>&1 || { cat $(OUT_PROD)/config.log; exit 1; }
 	harness/check-config.sh $(OUT_PROD)/.config kernel/configs/unwind_user_prod.config
+
+# The test configuration plus what virtme-ng needs (virtio, 9p, virtio-fs).
+# The vng fragment is not part of the series: merge_config.sh takes it from
+# this repository, as `make tinyconfig X.config` does from the tree.
+$(OUT_VNG)/.config: kernel/configs/unwind_user.config kernel/configs/unwind_user_vng.config \
+		$(wildcard kernel/unwind_user/Kconfig) | apply
+	mkdir -p $(OUT_VNG)
+	$(KMAKE_VNG) rustavailable
+	{ $(KMAKE_VNG) tinyconfig unwind_user.config && \
+		$(SRC)/scripts/kconfig/merge_config.sh -m -O $(OUT_VNG) $(OUT_VNG)/.config \
+			kernel/configs/unwind_user_vng.config && \
+		$(KMAKE_VNG) olddefconfig; } >$(OUT_VNG)/config.log 2>&1 || \
+		{ cat $(OUT_VNG)/config.log; exit 1; }
+	harness/check-config.sh $(OUT_VNG)/.config kernel/configs/unwind_user.config
+	harness/check-config.sh $(OUT_VNG)/.config kernel/configs/unwind_user_vng.config
+
+kernel-vng: apply $(OUT_VNG)/.config
+	$(KMAKE_VNG) bzImage
+	@echo "kernel-vng: $(OUT_VNG)/arch/x86/boot/bzImage"
+
+# The kselftests installed the kselftest way, from the tree's
+# tools/testing/selftests with TARGETS=unwind_user (built against the vng
+# kernel's headers): run_kselftest.sh, kselftest-list.txt, the programs of
+# tools/testing/selftests/unwind_user/Makefile. Added as make selftests
+# does for the busybox guest, but built here, so that $(GUEST) is left to
+# make check: what sframe_libc_test needs next to it (the LD_AUDIT module,
+# sframe-synth's cache for the host's libc and ld.so, which are the
+# guest's) and the deep-chain test built by the other SFrame producers,
+# listed as more tests of the collection.
+kselftest-vng: apply $(OUT_VNG)/.config producers
+	$(KMAKE_VNG) headers_install INSTALL_HDR_PATH=$(OUT_VNG)/usr >/dev/null
+	rm -rf $(KSFT_VNG)
+	$(MAKE) -C $(SRC)/tools/testing/selftests O=$(OUT_VNG) TARGETS=unwind_user \
+		INSTALL_PATH=$(KSFT_VNG) install >$(OUT_VNG)/kselftest-install.log 2>&1 || \
+		{ cat $(OUT_VNG)/kselftest-install.log; exit 1; }
+	$(MAKE) -C tools/unwind_user/audit OUTPUT=$(KSFT_VNG)/unwind_user/ \
+		KHDR_INCLUDES="-isystem $(OUT_VNG)/usr/include"
+	cd tools/unwind_user/sframe_synth && cargo build --release
+	$(SYNTH) --cache $(KSFT_VNG)/unwind_user/sframe-cache $(SYNTH_LIBS)
+	cd $(PRODUCERS) && for t in *_test; do \
+		cp $$t $(KSFT_VNG)/unwind_user/ && echo "unwind_user:$$t" >>$(KSFT_VNG)/kselftest-list.txt; \
+	done
+	@echo "kselftest-vng: $$(wc -l <$(KSFT_VNG)/kselftest-list.txt) tests in $(KSFT_VNG)"
+
+vng-deps:
+	@harness/install-deps.sh vng $(VENV)
+
+# Boot with virtme-ng (under TCG unless KVM works) and run the kselftests
+# with run_kselftest.sh: TAP on the terminal and in $(VNG_DIR)/run/results.log,
+# the kernel log in $(VNG_DIR)/run/console.log, then one summary line a suite.
+vng: vng-deps kernel-vng kselftest-vng
+	@VNG_ACCEL=$(VNG_ACCEL) harness/run-vng.sh $(VENV) $(OUT_VNG)/arch/x86/boot/bzImage \
+		$(KSFT_VNG) $(VNG_DIR)/run $(BOOT_TIMEOUT) $(VNG_TEST_TIMEOUT)
 
 kernel-prod: apply $(OUT_PROD)/.config
 	$(KMAKE_PROD) bzImage
@@ -168,4 +235,4 @@ fresh-root:
 	@harness/fresh-root.sh $(REPO) $(KBUILD_DIR)/fresh-root
 
 clean-build:
-	rm -rf $(OUT) $(OUT_PROD) $(GUEST) $(SERIES_DIR)
+	rm -rf $(OUT) $(OUT_PROD) $(OUT_VNG) $(VNG_DIR) $(GUEST) $(SERIES_DIR)
