@@ -32,6 +32,8 @@ KSFT_VNG   := $(VNG_DIR)/kselftest
 VNG_ACCEL  ?= $(shell cat $(KBUILD_DIR)/check/kvm-probe 2>/dev/null || echo tcg)
 # Seconds each test program may run (the busybox guest's bound too).
 VNG_TEST_TIMEOUT ?= 300
+# More arguments of run_kselftest.sh, e.g. -t unwind_user:sframe_jit_test.
+KSFT_ARGS  ?=
 # The selftest programs of other SFrame producers, built from source.
 PRODUCERS  := $(KBUILD_DIR)/producers
 PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.c \
@@ -153,7 +155,7 @@ vng-deps:
 # the kernel log in $(VNG_DIR)/run/console.log, then one summary line a suite.
 vng: vng-deps kernel-vng kselftest-vng
 	@VNG_ACCEL=$(VNG_ACCEL) harness/run-vng.sh $(VENV) $(OUT_VNG)/arch/x86/boot/bzImage \
-		$(KSFT_VNG) $(VNG_DIR)/run $(BOOT_TIMEOUT) $(VNG_TEST_TIMEOUT)
+		$(KSFT_VNG) $(VNG_DIR)/run $(BOOT_TIMEOUT) $(VNG_TEST_TIMEOUT) $(KSFT_ARGS)
 
 kernel-prod: apply $(OUT_PROD)/.config
 	$(KMAKE_PROD) bzImage

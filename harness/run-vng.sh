@@ -9,12 +9,14 @@
 # shown and kept in OUTDIR/results.log; the kernel console (vng --verbose,
 # on stderr) goes to OUTDIR/console.log.
 #
-# Usage: run-vng.sh VENV BZIMAGE KSELFTEST_DIR OUTDIR TIMEOUT TEST_TIMEOUT
-#   TIMEOUT bounds the whole boot, TEST_TIMEOUT each test program.
+# Usage: run-vng.sh VENV BZIMAGE KSELFTEST_DIR OUTDIR TIMEOUT TEST_TIMEOUT [ARGS...]
+#   TIMEOUT bounds the whole boot, TEST_TIMEOUT each test program; ARGS
+#   (words without quotes) go to run_kselftest.sh in the guest.
 #   VNG_ACCEL=kvm|tcg (default tcg): vng without or with --disable-kvm.
 #   Exit status: 0 if every test passed and the kernel log is clean.
 set -uo pipefail
 VENV=$1 BZ=$2 KSFT=$3 OUT=$4 TIMEOUT=$5 TEST_TIMEOUT=$6
+shift 6
 HERE=$(cd "$(dirname "$0")" && pwd)
 ACCEL=${VNG_ACCEL:-tcg}
 # vng runs virtme-run, its other half, from PATH.
@@ -26,10 +28,16 @@ rm -f "$OUT/console.log" "$OUT/results.log" "$OUT/rc" "$OUT/seconds"
 # leaves root= out, which only a kernel with CONFIG_BLOCK gets right (it
 # tries every filesystem on "/dev/root"); ours has no block layer, and
 # without root= the kernel mounts 9p with an empty source.
+# rootflags: vng's, and cache=loose (the last rootflags= wins): the guest
+# keeps what it read of the read-only root instead of asking the host
+# again at every exec and open; under TCG that took a quarter less CPU
+# time for the whole run (255 against 335 s) and halved the time vng's
+# init spends before the tests.
+ROOTFLAGS=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose
 VNG=("$VENV/bin/vng" --run "$BZ" --force-9p --user root --cpus 2 --memory 2G --verbose
-	--append "root=/dev/root oops=panic")
+	--append "root=/dev/root rootflags=$ROOTFLAGS oops=panic")
 [ "$ACCEL" = kvm ] || VNG+=(--disable-kvm)
-VNG+=(--exec "$HERE/vng-guest.sh $KSFT $TEST_TIMEOUT")
+VNG+=(--exec "$HERE/vng-guest.sh $KSFT $TEST_TIMEOUT $*")
 
 echo "run-vng: virtme-ng $("$VENV/bin/vng" --version | sed 's/.* //'), $ACCEL," \
 	"timeout ${TIMEOUT}s, logs in $OUT" >&2

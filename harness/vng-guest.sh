@@ -8,11 +8,13 @@
 # busybox guest's /init mounts the same), runs run_kselftest.sh, then
 # asks kmemleak for a scan (its report goes to the kernel log).
 #
-# Usage: vng-guest.sh KSELFTEST_DIR TIMEOUT
-#   TIMEOUT: seconds each test may run (run_kselftest.sh --override-timeout).
+# Usage: vng-guest.sh KSELFTEST_DIR TIMEOUT [RUN_KSELFTEST_ARGS...]
+#   TIMEOUT: seconds each test may run (run_kselftest.sh --override-timeout);
+#   the other arguments go to run_kselftest.sh (-t unwind_user:NAME, ...).
 #   Exit status: run_kselftest.sh's (non-zero if a test failed).
 set -u
 KSFT=$1 TIMEOUT=$2
+shift 2
 
 mnt() {
 	grep -q " $2 $1 " /proc/mounts || mount -t "$1" "$1" "$2"
@@ -23,7 +25,7 @@ mnt tmpfs /tmp
 
 echo "vng-guest: $(uname -r), $(nproc) CPUs, root on $(awk '$2 == "/" {print $3}' /proc/mounts)" >&2
 cd "$KSFT" || exit 1
-./run_kselftest.sh --override-timeout "$TIMEOUT"
+./run_kselftest.sh --override-timeout "$TIMEOUT" "$@"
 rc=$?
 
 if [ -e /sys/kernel/debug/kmemleak ]; then
