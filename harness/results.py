@@ -185,6 +185,20 @@ def guest(logs):
     return [health] + kunit(console) + selftests(results)
 
 
+def summary(suites):
+    """Print one line a suite (and a failed one's first notes); return the
+    totals passed, failed, skipped."""
+    tp = tf = ts = 0
+    for s in suites:
+        status = "FAIL" if s.failed else "ok"
+        print(f"{status:4} {s.name}: {s.passed} passed, {s.failed} failed"
+              + (f", {s.skipped} skipped" if s.skipped else ""))
+        for n in s.notes[:10] if s.failed else []:
+            print(f"       - {n}")
+        tp, tf, ts = tp + s.passed, tf + s.failed, ts + s.skipped
+    return tp, tf, ts
+
+
 def main():
     logs = sys.argv[1]
     series = read(os.path.join(logs, "series.log")) or []
@@ -195,15 +209,7 @@ def main():
               + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer and fp", perf),
                                clean_log("perf guest: clean log",
                                          os.path.join(logs, "demo", "run", "console.log"))])
-    tp = tf = 0
-    for s in suites:
-        status = "FAIL" if s.failed else "ok"
-        print(f"{status:4} {s.name}: {s.passed} passed, {s.failed} failed"
-              + (f", {s.skipped} skipped" if s.skipped else ""))
-        for n in s.notes[:10] if s.failed else []:
-            print(f"       - {n}")
-        tp += s.passed
-        tf += s.failed
+    tp, tf, _ = summary(suites)
     print(f"logs: {logs}")
     print(f"{tp} passed, {tf} failed")
     sys.exit(1 if tf else 0)

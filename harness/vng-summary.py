@@ -61,14 +61,7 @@ def main():
     leaks = [l for l in res if re.match(r"^# vng-guest: kmemleak: [1-9]", l)]
     health.add(not leaks, note="; ".join(leaks))
     suites = [health] + results.kunit(console) + tests
-    tp = tf = ts = 0
-    for s in suites:
-        status = "FAIL" if s.failed else "ok"
-        print(f"{status:4} {s.name}: {s.passed} passed, {s.failed} failed"
-              + (f", {s.skipped} skipped" if s.skipped else ""))
-        for n in s.notes[:10] if s.failed else []:
-            print(f"       - {n}")
-        tp, tf, ts = tp + s.passed, tf + s.failed, ts + s.skipped
+    tp, tf, ts = results.summary(suites)
     print(f"logs: {out}")
     print(f"{tp} passed, {tf} failed" + (f", {ts} skipped" if ts else ""))
     sys.exit(1 if tf else 0)
