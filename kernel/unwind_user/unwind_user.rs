@@ -22,7 +22,10 @@ use kernel::{
     ffi::{c_int, c_long, c_ulong},
     mm::virt::VmaRef,
     prelude::*,
-    sync::{atomic::Relaxed, Arc},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -54,21 +57,30 @@ fn eopnotsupp() -> Error {
     Error::from_errno(-(bindings::EOPNOTSUPP as c_int))
 }
 
-/// Says why a registration was refused, rate-limited: user space can make
-/// it happen at will.
+/// Says why a registration was refused. User space can make that happen at
+/// will, so at most one line every 5 seconds, from a budget of its own:
+/// `printk_ratelimit()`'s is shared with the rest of the kernel, which a
+/// process must not be able to silence.
 fn refuse(why: &str, s: &Section, err: Error) -> Error {
-    // SAFETY: `__printk_ratelimit()` takes a NUL-terminated name and only
-    // reads it.
-    if unsafe { bindings::__printk_ratelimit(c"unwind_user".as_char_ptr()) } != 0 {
-        pr_debug!(
-            "refused section {:#x}+{:#x} for text {:#x}-{:#x}: {} ({})\n",
-            s.sframe_start,
-            s.sframe_len,
-            s.text_start,
-            s.text_end,
-            why,
-            err.to_errno()
-        );
+    const INTERVAL_NS: u64 = 5 * bindings::NSEC_PER_SEC as u64;
+    static NEXT_NS: Atomic<u64> = Atomic::new(0);
+
+    // `pr_debug!` prints only with debug assertions; skip the clock too.
+    if cfg!(debug_assertions) {
+        // SAFETY: `ktime_get_mono_fast_ns()` only reads the clock.
+        let now = unsafe { bindings::ktime_get_mono_fast_ns() };
+        let next = NEXT_NS.load(Relaxed);
+        if now >= next && NEXT_NS.cmpxchg(next, now + INTERVAL_NS, Relaxed).is_ok() {
+            pr_debug!(
+                "refused section {:#x}+{:#x} for text {:#x}-{:#x}: {} ({})\n",
+                s.sframe_start,
+                s.sframe_len,
+                s.text_start,
+                s.text_end,
+                why,
+                err.to_errno()
+            );
+        }
     }
     err
 }
