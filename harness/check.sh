@@ -39,7 +39,18 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 		echo "not ok 1 git-am: series does not apply to pristine"
 		git -C "$wt" am --abort >/dev/null 2>&1
 	fi
-	i=1
+	# mm's user-space VMA tests build mm/vma.c against stubs, one of which
+	# the series adds (the registry's munmap hook): they must still build
+	# and pass.
+	if make -C "$wt/tools/testing/vma" -j"$(nproc)" >"$LOGS/vma.log" 2>&1 &&
+		(cd "$wt/tools/testing/vma" && ./vma) >>"$LOGS/vma.log" 2>&1; then
+		echo "ok 2 tools/testing/vma: $(tail -1 "$LOGS/vma.log")"
+	else
+		echo "not ok 2 tools/testing/vma: see $LOGS/vma.log"
+		tail -5 "$LOGS/vma.log" | sed 's/^/#   /'
+	fi
+	git -C "$wt" clean -qfdx
+	i=2
 	for p in "$KB"/series/*.patch; do
 		n=$(basename "$p")
 		i=$((i + 1))

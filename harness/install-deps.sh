@@ -24,6 +24,9 @@ APT_PKGS=(
 	# The selftest programs of other SFrame producers (bookworm-security).
 	clang-22 lld-22 llvm-22
 	binutils file
+	# tools/testing/vma, the mm's user-space VMA tests (the registry's
+	# munmap hook has a stub there).
+	liburcu-dev
 )
 [ "${1:-}" = fresh-root ] && APT_PKGS+=(debootstrap)
 # virtme-ng runs on Debian's python3 in a venv. Its guest init starts the
