@@ -82,7 +82,8 @@ source: deps
 	@harness/fetch-kernel.sh $(SRC)
 
 apply: source
-	@echo "apply: $$(cat $(SRC)/.debian-version) + $$(grep -c '^Subject:' patches/series) patches -> $$(harness/apply.py $(REPO) $(SRC))"
+	@head=$$(harness/apply.py $(REPO) $(SRC)) && \
+		echo "apply: $$(cat $(SRC)/.debian-version) + $$(grep -c '^Subject:' patches/series) patches -> $$head"
 
 # tinyconfig plus our fragment; regenerated only when the fragment or a
 # Kconfig file changes, so that an edit to a .rs file rebuilds only that.
