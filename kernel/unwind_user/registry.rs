@@ -386,6 +386,11 @@ pub(crate) struct Counters {
     /// Walks ended at NMI or IRQ time because a read of the section would
     /// have faulted.
     pub(crate) nofault_faults: Atomic<u64>,
+    /// SFrame frames whose rule came from the rule cache.
+    pub(crate) cached_frames: Atomic<u64>,
+    /// User copies of section bytes, and the bytes, made while unwinding.
+    pub(crate) section_reads: Atomic<u64>,
+    pub(crate) section_bytes: Atomic<u64>,
 }
 
 impl Counters {
@@ -394,9 +399,10 @@ impl Counters {
     }
 
     /// Adds `n`, touching the counter only if `n` is not 0.
-    pub(crate) fn add(c: &Atomic<u64>, n: u16) {
+    pub(crate) fn add(c: &Atomic<u64>, n: impl Into<u64>) {
+        let n = n.into();
         if n != 0 {
-            c.add(u64::from(n), Relaxed);
+            c.add(n, Relaxed);
         }
     }
 }
@@ -460,6 +466,9 @@ impl SframeMm {
                     dropped: Atomic::new(0),
                     nofault_frames: Atomic::new(0),
                     nofault_faults: Atomic::new(0),
+                    cached_frames: Atomic::new(0),
+                    section_reads: Atomic::new(0),
+                    section_bytes: Atomic::new(0),
                 },
             },
             gfp(),

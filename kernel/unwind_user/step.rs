@@ -89,6 +89,8 @@ pub(crate) struct UserReader {
     until_resched: u32,
     /// A read was refused because the task has a fatal signal pending.
     pub(crate) killed: bool,
+    /// User copies made.
+    pub(crate) reads: u16,
 }
 
 impl UserReader {
@@ -104,6 +106,7 @@ impl UserReader {
             exhausted: false,
             until_resched: Self::RESCHED_BYTES,
             killed: false,
+            reads: 0,
         }
     }
 
@@ -142,6 +145,7 @@ impl sframe::Reader for UserReader {
             .base
             .checked_add(offset as usize)
             .ok_or(SfError::Read)?;
+        self.reads = self.reads.saturating_add(1);
         self.mem.copy(addr, buf).map_err(|_| SfError::Read)
     }
 }
@@ -275,6 +279,9 @@ pub(crate) fn done(mm: &SframeMm, state: &bindings::unwind_user_state) {
     for (counter, n) in counts {
         Counters::add(counter, n);
     }
+    Counters::add(&c.cached_frames, state.sframe_cached);
+    Counters::add(&c.section_reads, state.sframe_reads);
+    Counters::add(&c.section_bytes, state.sframe_bytes);
     if state.nofault {
         Counters::add(&c.nofault_frames, state.sframe_frames);
     }
@@ -315,6 +322,7 @@ fn read_row(
             .find_row(&fde, pc as u64)
         });
     state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
+    state.sframe_reads = state.sframe_reads.saturating_add(reader.reads);
     match r {
         Ok(row) => Ok(Some(row)),
         Err(SfError::NotCovered) => Ok(None),
@@ -369,6 +377,7 @@ pub(crate) fn next(
     match mm.cached(pc, adj, state.sframe_gen) {
         Some(Cached::Rule(r)) => {
             bump(&mut state.sframe_frames);
+            bump(&mut state.sframe_cached);
             *frame = bindings::unwind_user_frame {
                 cfa_off: r.cfa_off,
                 ra_off: -8,

@@ -268,7 +268,7 @@ fn u64_at(buf: &[u8], i: usize) -> u64 {
 const SFRAME_SIZE_VER0: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER0 as usize;
 const SFRAME_SIZE: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER1 as usize;
 const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
-const INFO_SIZE: usize = bindings::UNWIND_USER_INFO_SIZE_VER1 as usize;
+const INFO_SIZE: usize = bindings::UNWIND_USER_INFO_SIZE_VER2 as usize;
 const F_ADDR: u64 = bindings::UNWIND_USER_SFRAME_F_ADDR as u64;
 
 fn prctl_register(ptr: c_ulong, size: c_ulong) -> Result {
@@ -350,6 +350,9 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
             c.dropped.load(Relaxed),
             c.nofault_frames.load(Relaxed),
             faults,
+            c.cached_frames.load(Relaxed),
+            c.section_reads.load(Relaxed),
+            c.section_bytes.load(Relaxed),
         ];
     }
     let mut out = [0u8; INFO_SIZE];

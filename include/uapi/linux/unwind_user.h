@@ -72,6 +72,10 @@ struct unwind_user_sframe {
  *                  (perf_callchain_user(), e.g. perf record -g without defer)
  * @nofault_faults: walks ended at NMI or IRQ time because a read of the
  *                  section would have faulted
+ * @cached_frames:  frames of @sframe_frames whose rule the kernel had kept
+ *                  from an earlier unwind (no read of the section)
+ * @section_reads:  copies from SFrame sections made while unwinding
+ * @section_bytes:  bytes those copies read
  *
  * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes; size
  * must be at least UNWIND_USER_INFO_SIZE_VER0.
@@ -85,9 +89,13 @@ struct unwind_user_info {
 	__u64 dropped;
 	__u64 nofault_frames;
 	__u64 nofault_faults;
+	__u64 cached_frames;		/* since VER2 */
+	__u64 section_reads;		/* since VER2 */
+	__u64 section_bytes;		/* since VER2 */
 };
 
 #define UNWIND_USER_INFO_SIZE_VER0	48
 #define UNWIND_USER_INFO_SIZE_VER1	64
+#define UNWIND_USER_INFO_SIZE_VER2	88
 
 #endif /* _UAPI_LINUX_UNWIND_USER_H */

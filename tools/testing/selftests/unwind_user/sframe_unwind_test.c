@@ -124,6 +124,7 @@ FIXTURE_TEARDOWN(unwind)
 /* Registered at exec, the executable's own section unwinds every sample. */
 TEST_F(unwind, deep_chain_complete)
 {
+	unsigned long long frames, cached, reads, bytes;
 	unsigned long n = 60000;
 	struct unwind_user_info before, after;
 	struct tally t;
@@ -146,6 +147,21 @@ TEST_F(unwind, deep_chain_complete)
 	EXPECT_EQ(t.in_chain, t.complete);
 	EXPECT_GT(after.sframe_frames, before.sframe_frames);
 	EXPECT_EQ(after.errors, before.errors);
+	/*
+	 * The chain repeats a few return addresses: once their rules are
+	 * kept, most frames read no section at all, and a frame that does
+	 * reads its function's rows in one or two copies.
+	 */
+	frames = after.sframe_frames - before.sframe_frames;
+	cached = after.cached_frames - before.cached_frames;
+	reads = after.section_reads - before.section_reads;
+	bytes = after.section_bytes - before.section_bytes;
+	printf("# cost: %llu of %llu SFrame frames cached; %llu section reads, %llu bytes (%.3f reads, %.1f bytes a frame)\n",
+	       cached, frames, reads, bytes, (double)reads / frames,
+	       (double)bytes / frames);
+	EXPECT_GT(cached * 10, frames * 9);
+	EXPECT_LE(reads, 2 * (frames - cached));
+	EXPECT_LE(bytes, 4096 * reads);
 }
 
 /*
