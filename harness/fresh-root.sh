@@ -9,6 +9,9 @@
 # cargo installs or apt packages is visible inside.
 #
 # Usage: fresh-root.sh REPO WORKDIR
+#   FRESH_TARGETS (environment): the make targets run in the clone, in
+#   order (default: check). "check vng-deps" also proves that make vng's
+#   install step (virtme-ng from PyPI into a venv) works on a new machine.
 #   WORKDIR/base  the debootstrap result, kept and reused (read-only use)
 #   WORKDIR/root  a fresh copy of it for this run, removed at the start
 #   WORKDIR/make-check.log  the run's output; its last lines are printed
@@ -77,13 +80,15 @@ mount -t sysfs sys "$ROOT/sys"
 mount --bind /dev "$ROOT/dev"
 mount --bind /dev/pts "$ROOT/dev/pts"
 
-echo "fresh-root: git clone + make check in $ROOT (log: $LOG)"
+echo "fresh-root: git clone + make ${FRESH_TARGETS:-check} in $ROOT (log: $LOG)"
 start=$(date +%s)
 rc=0
 chroot "$ROOT" /usr/bin/env -i HOME=/root TERM=dumb \
 	PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	/bin/bash -c 'cd /root/unwind-user && make check' >"$LOG" 2>&1 || rc=$?
+	FRESH_TARGETS="${FRESH_TARGETS:-check}" \
+	/bin/bash -c 'cd /root/unwind-user && for t in $FRESH_TARGETS; do make $t || exit; done' \
+	>"$LOG" 2>&1 || rc=$?
 secs=$(($(date +%s) - start))
 tail -25 "$LOG"
-echo "fresh-root: make check exited $rc after $((secs / 60)) min $((secs % 60)) s"
+echo "fresh-root: make ${FRESH_TARGETS:-check} exited $rc after $((secs / 60)) min $((secs % 60)) s"
 exit $rc
