@@ -73,7 +73,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug producers bisect-check kernel-vng vng \
-	vng-deps kselftest-vng
+	vng-deps kselftest-vng oracle
 
 deps:
 	@harness/install-deps.sh
@@ -204,6 +204,13 @@ perf: apply
 demo: kernel perf
 	@demo/run-demo.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(KBUILD_DIR)/demo $(BOOT_TIMEOUT)
+
+# Three unmodified Debian programs, the kernel's unwind of each sample
+# against perf's DWARF unwind of the same sample (demo/run-oracle.sh).
+oracle: kernel perf
+	@harness/install-deps.sh oracle >/dev/null
+	@demo/run-oracle.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
+		$(KBUILD_DIR)/oracle $(BOOT_TIMEOUT)
 
 # SFrame against frame pointers and DWARF, one boot of the production
 # kernel; its own initramfs and outputs, results.md in $(KBUILD_DIR)/bench.

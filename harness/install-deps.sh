@@ -5,11 +5,12 @@
 # Idempotent: a second run on a prepared machine does nothing but checks.
 # Debian 12 (bookworm) host, x86_64.
 #
-# Usage: install-deps.sh [fresh-root | vng VENV]
+# Usage: install-deps.sh [fresh-root | vng VENV | oracle]
 #   fresh-root: also what `make fresh-root` needs on the host (debootstrap).
 #   vng: also virtme-ng (make vng), from PyPI into the virtual environment
 #   VENV, at the versions of harness/vng-requirements.txt; only make vng
 #   asks for it, so make check needs nothing from PyPI.
+#   oracle: also the Debian programs make oracle profiles.
 set -euo pipefail
 
 APT_PKGS=(
@@ -37,6 +38,8 @@ APT_PKGS=(
 # virtiofsd of its own (qemu's C one is not what vng drives; trixie's
 # would need trixie's libc).
 [ "${1:-}" = vng ] && APT_PKGS+=(python3 python3-venv udev)
+# make oracle profiles Debian's own xz, sqlite3 and python3.11.
+[ "${1:-}" = oracle ] && APT_PKGS+=(xz-utils sqlite3 python3.11)
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of `make oracle` (installed as /selftests/demo.sh, run by /init
+# in demo mode with its output on ttyS1). Profiles three unmodified Debian
+# programs with perf record --call-graph dwarf --user-callchains: every
+# sample carries both the user stack the kernel unwound at sample time
+# (SFrame: the LD_AUDIT module registers every loaded object's section,
+# synthesized from its .eh_frame) and a copy of the stack, which perf
+# unwinds with DWARF (libdw). For each program it prints perf script's
+# output (kernel frames, then DWARF frames) and the raw callchains of perf
+# report -D (how many frames are the kernel's), gzip + base64, between
+# markers for demo/oracle.py:
+#
+#   ### oracle-run NAME rc=R samples=N
+#   ### oracle-script NAME begin ... end
+#   ### oracle-raw NAME begin ... end
+D=/selftests
+export HOME=/tmp PATH=$D:$PATH
+cd /tmp || exit 1
+ORACLE_FREQ=500
+[ -f $D/oracle.env ] && . $D/oracle.env
+
+echo "### oracle-start $(uname -r) $(perf version 2>&1)"
+echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
+echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+echo Y >/sys/module/kernel/parameters/unwind_user_nmi_sframe
+
+audit="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=$D/sframe-cache UNWIND_USER_AUDIT_DEBUG=1"
+# An input for xz: perf itself, 2 MiB of it.
+head -c 2097152 $D/perf >xz.in
+
+profile() {
+	name=$1
+	shift
+	# cpu-clock: no hardware PMU under TCG. 16 KiB of stack a sample:
+	# these programs' C stacks are shallow (CPython 3.11 does not recurse
+	# in C for Python-to-Python calls). -N: no build-id cache.
+	perf record -e cpu-clock:u -F "$ORACLE_FREQ" --call-graph dwarf,16384 \
+		--user-callchains -N -o $name.data -- $audit "$@" >$name.out 2>$name.err
+	rc=$?
+	perf script --ns --no-inline -i $name.data -F comm,tid,time,ip,sym,symoff,dso \
+		>$name.txt 2>$name.script-err
+	# The raw samples: header line (time, pid/tid) and callchain entries.
+	perf report -D -i $name.data 2>$name.report-err >$name.dump
+	rrc=$?
+	grep -E 'PERF_RECORD_SAMPLE|FP chain|^\.\.\.\.\. +[0-9]+: ' $name.dump >$name.raw
+	echo "### oracle-run $name rc=$rc report_rc=$rrc samples=$(grep -c PERF_RECORD_SAMPLE $name.raw) dump_lines=$(wc -l <$name.dump)"
+	tail -3 $name.dump | cut -c1-200 | sed "s/^/# $name dump tail: /"
+	rm -f $name.dump
+	sed "s/^/# $name: /" $name.out $name.err $name.script-err $name.report-err | head -20 |
+		tr -d '\000-\010\016-\037\177-\377'
+	echo
+	echo "### oracle-script $name begin"
+	gzip -c $name.txt | base64
+	echo "### oracle-script $name end"
+	echo "### oracle-raw $name begin"
+	gzip -c $name.raw | base64
+	echo "### oracle-raw $name end"
+	rm -f $name.data $name.txt $name.raw
+}
+
+profile xz /usr/bin/xz -6 -T1 -k -f xz.in
+profile sqlite3 /usr/bin/sqlite3 :memory: \
+	"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
+	 SELECT count(*), sum(length(printf('%08x', x * 2654435761))) FROM c;"
+profile python3 /usr/bin/python3.11 -S -c "
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+for _ in range(4):
+    fib(19)
+d = {}
+for i in range(60000):
+    d[str(i)] = sorted(str(i * 7919))
+"
+# What the module adds to a program's start: curl (33 objects, each
+# registered from the cache) started N times with and without it.
+N=20
+# (busybox date has no %N: /proc/uptime, in hundredths of a second.)
+now_cs() {
+	read -r up _ </proc/uptime
+	echo "${up%.*}${up#*.}"
+}
+start_ms() {
+	t0=$(now_cs)
+	i=0
+	while [ $i -lt $N ]; do
+		"$@" /usr/bin/curl --version >/dev/null 2>&1 || return 1
+		i=$((i + 1))
+	done
+	echo $((($(now_cs) - t0) * 10))
+}
+for round in 1 2 3; do
+	plain=$(start_ms env)
+	audited=$(start_ms $audit)
+	echo "### oracle-startup round=$round runs=$N plain_ms=${plain:-failed} audit_ms=${audited:-failed} audit_failures=$($audit /usr/bin/curl --version 2>&1 | grep -c unwind_user_audit)"
+done
+echo "### oracle-end"
