@@ -38,8 +38,9 @@ APT_PKGS=(
 # virtiofsd of its own (qemu's C one is not what vng drives; trixie's
 # would need trixie's libc).
 [ "${1:-}" = vng ] && APT_PKGS+=(python3 python3-venv udev)
-# make oracle profiles Debian's own xz, sqlite3 and python3.11.
-[ "${1:-}" = oracle ] && APT_PKGS+=(xz-utils sqlite3 python3.11)
+# make oracle profiles Debian's own xz, sqlite3 and python3.11, and
+# times the start of curl.
+[ "${1:-}" = oracle ] && APT_PKGS+=(xz-utils sqlite3 python3.11 curl)
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
