@@ -81,6 +81,8 @@ static struct tally check(const struct stacks *s, int verbose)
 }
 
 static struct stacks stacks;
+/* Stacks read by sample_chain() since the last reset, in all rounds. */
+static unsigned int stacks_read;
 
 /*
  * Sample @work (deferred, or at sample time with @sync) in rounds until at
@@ -99,6 +101,7 @@ static struct tally sample_chain(void (*work)(void *), void *arg, bool sync,
 			      sample_stacks(work, arg, 4000, &stacks);
 		if (*err)
 			break;
+		stacks_read += stacks.nr;
 		r = check(&stacks, verbose);
 		t.in_chain += r.in_chain;
 		t.complete += r.complete;
@@ -132,6 +135,7 @@ TEST_F(unwind, deep_chain_complete)
 
 	ASSERT_EQ(0, unwind_query(&before));
 	ASSERT_EQ(1, before.nr_sections);
+	stacks_read = 0;
 	t = sample_chain(run_chain, &n, false, 1, &err);
 	ASSERT_EQ(0, err);
 	ASSERT_EQ(0, unwind_query(&after));
@@ -148,18 +152,23 @@ TEST_F(unwind, deep_chain_complete)
 	EXPECT_GT(after.sframe_frames, before.sframe_frames);
 	EXPECT_EQ(after.errors, before.errors);
 	/*
-	 * The chain repeats a few return addresses: once their rules are
-	 * kept, most frames read no section at all, and a frame that does
-	 * reads its function's rows in one or two copies.
+	 * Every frame but a stack's first is a return address, and the chain
+	 * has few of them: once their rules are kept, those frames read no
+	 * section at all. A stack's first frame is the interrupted
+	 * instruction, exact, and seldom one seen before where leaf's loop
+	 * has many instructions (clang unrolls it): at most one miss a stack
+	 * for it, plus one for each of the few return addresses (the chain's,
+	 * the harness's, main's). A frame that misses reads its function's
+	 * rows in one or two copies.
 	 */
 	frames = after.sframe_frames - before.sframe_frames;
 	cached = after.cached_frames - before.cached_frames;
 	reads = after.section_reads - before.section_reads;
 	bytes = after.section_bytes - before.section_bytes;
-	printf("# cost: %llu of %llu SFrame frames cached; %llu section reads, %llu bytes (%.3f reads, %.1f bytes a frame)\n",
-	       cached, frames, reads, bytes, (double)reads / frames,
+	printf("# cost: %llu of %llu SFrame frames cached in %u stacks; %llu section reads, %llu bytes (%.3f reads, %.1f bytes a frame)\n",
+	       cached, frames, stacks_read, reads, bytes, (double)reads / frames,
 	       (double)bytes / frames);
-	EXPECT_GT(cached * 10, frames * 9);
+	EXPECT_LE(frames - cached, stacks_read + 32);
 	EXPECT_LE(reads, 2 * (frames - cached));
 	EXPECT_LE(bytes, 4096 * reads);
 }
