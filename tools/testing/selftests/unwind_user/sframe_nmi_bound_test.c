@@ -16,10 +16,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../kselftest_harness.h"
@@ -50,8 +54,27 @@ __attribute__((noipa)) long raw_write(int fd, const void *buf, size_t n)
 	return ret;
 }
 
+/* Nanoseconds leaf() spins instead of calling the trigger, when set. */
+static long spin_ns;
+
+static long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
 __attribute__((noipa)) void leaf(void)
 {
+	long end;
+
+	if (spin_ns) {
+		end = now_ns() + spin_ns;
+		while (now_ns() < end)
+			;
+		return;
+	}
 	trig_ret = raw_write(trig_fd, trig_cmd, strlen(trig_cmd));
 }
 
@@ -220,6 +243,88 @@ TEST_F(bound, nofault_walk_truncated)
 TEST_F(bound, deferred_walk_truncated)
 {
 	walk_both(_metadata, self, "sframe");
+}
+
+static long read_long(const char *path)
+{
+	char buf[32] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+/*
+ * At NMI time perf times the handling of every hardware PMU sample, and
+ * when it takes too long it lowers perf_event_max_sample_rate for every
+ * user and logs "perf: interrupt took too long". A program whose stack
+ * goes through the 65535-row function, sampled with user callchains at
+ * the highest rate allowed for 2 seconds, must not make that happen.
+ * This needs a hardware PMU (bare metal, KVM): under QEMU's TCG there is
+ * none, and the software clock events perf falls back to are not timed
+ * that way, so the test is skipped there; the walk's own time is what
+ * the two tests above print.
+ */
+TEST_F(bound, pmu_rate_not_lowered)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_HARDWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_HW_CPU_CYCLES,
+		.freq = 1,
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+		.exclude_callchain_kernel = 1,
+		.disabled = 1,
+	};
+	const char *rate_path = "/proc/sys/kernel/perf_event_max_sample_rate";
+	long rate = read_long(rate_path), after;
+	char line[1024];
+	bool took_too_long = false;
+	long page = sysconf(_SC_PAGESIZE);
+	void *ring;
+	ssize_t n;
+	int fd, kmsg;
+
+	ASSERT_LT(0, rate);
+	attr.sample_freq = rate;
+	fd = syscall(__NR_perf_event_open, &attr, 0, -1, -1, 0);
+	if (fd < 0)
+		SKIP(return, "no hardware PMU (%s): perf's NMI-time throttling cannot be exercised",
+		     strerror(errno));
+	ring = mmap(NULL, 9 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, ring);
+	/* Only what the kernel logs from now on. */
+	kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	ASSERT_LE(0, kmsg);
+	lseek(kmsg, 0, SEEK_END);
+
+	spin_ns = 2000000000L;
+	ASSERT_EQ(0, ioctl(fd, PERF_EVENT_IOC_ENABLE, 0));
+	((void (*)(void))self->text)();
+	ASSERT_EQ(0, ioctl(fd, PERF_EVENT_IOC_DISABLE, 0));
+	spin_ns = 0;
+
+	after = read_long(rate_path);
+	while ((n = read(kmsg, line, sizeof(line) - 1)) > 0 || (n < 0 && errno == EPIPE)) {
+		if (n <= 0)
+			continue;
+		line[n] = 0;
+		if (strstr(line, "perf: interrupt took too long"))
+			took_too_long = true;
+	}
+	printf("# sampled at %ld Hz for 2 s: perf_event_max_sample_rate %ld -> %ld\n",
+	       rate, rate, after);
+	EXPECT_EQ(rate, after);
+	EXPECT_FALSE(took_too_long);
+	close(kmsg);
+	munmap(ring, 9 * page);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
