@@ -158,8 +158,9 @@ TEST_F(unwind, deep_chain_complete)
 	 * instruction, exact, and seldom one seen before where leaf's loop
 	 * has many instructions (clang unrolls it): at most one miss a stack
 	 * for it, plus one for each of the few return addresses (the chain's,
-	 * the harness's, main's). A frame that misses reads its function's
-	 * rows in one or two copies.
+	 * the harness's, main's: 24 with clang), and a few more for those
+	 * that first frames evicted from the cache's sets. A frame that
+	 * misses reads its function's rows in one or two copies.
 	 */
 	frames = after.sframe_frames - before.sframe_frames;
 	cached = after.cached_frames - before.cached_frames;
@@ -168,7 +169,7 @@ TEST_F(unwind, deep_chain_complete)
 	printf("# cost: %llu of %llu SFrame frames cached in %u stacks; %llu section reads, %llu bytes (%.3f reads, %.1f bytes a frame)\n",
 	       cached, frames, stacks_read, reads, bytes, (double)reads / frames,
 	       (double)bytes / frames);
-	EXPECT_LE(frames - cached, stacks_read + 32);
+	EXPECT_LE(frames - cached, stacks_read + 64);
 	EXPECT_LE(reads, 2 * (frames - cached));
 	EXPECT_LE(bytes, 4096 * reads);
 }
