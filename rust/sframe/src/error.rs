@@ -79,6 +79,10 @@ pub enum Error {
     FreDataPastEnd,
     /// FRE start offsets in a function are not strictly increasing.
     FreOutOfOrder,
+    /// A walk started from an [`FreMark`](crate::FreMark) that does not
+    /// match the bytes (they changed since it was made), or that is past
+    /// the PC looked up.
+    FreMarkMismatch,
     /// An FRE starts past the end of its function.
     FrePastFunction,
     /// An FRE of a PC-mask FDE starts at or past the repetition block size,
@@ -135,6 +139,7 @@ impl Error {
             Error::FreCountMismatch => "fre_count_mismatch",
             Error::FreDataPastEnd => "fre_data_past_end",
             Error::FreOutOfOrder => "fre_out_of_order",
+            Error::FreMarkMismatch => "fre_mark_mismatch",
             Error::FrePastFunction => "fre_past_function",
             Error::FrePastRepBlock => "fre_past_rep_block",
             Error::BadDataWordSize => "bad_data_word_size",

@@ -47,6 +47,21 @@ impl<R: Reader> core::fmt::Debug for Section<R> {
     }
 }
 
+/// A place in a function's FREs where a walk may start: FRE `index`, which
+/// lies `offset` bytes after the function's first FRE and applies from
+/// `start` (an offset in the function) on. Made by [`Section::fre_marks`]
+/// when a section is known to be valid, kept by the caller, and checked
+/// against the bytes again when used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreMark {
+    /// Index of the FRE in its function.
+    pub index: u32,
+    /// Its byte offset from the function's first FRE.
+    pub offset: u32,
+    /// Its start offset within the function.
+    pub start: u32,
+}
+
 /// What a section walk may be asked to stop at.
 enum Stop {
     /// Walk all FREs (validation, dumps).
@@ -320,21 +335,34 @@ impl<R: Reader> Section<R> {
     ///
     /// Checks: every FRE lies inside the FRE sub-section, start offsets
     /// strictly increase and do not pass the function end.
+    ///
+    /// From `from`, the walk starts at that FRE instead of the first one,
+    /// which must start where the mark says ([`Error::FreMarkMismatch`]
+    /// otherwise: the bytes changed since the mark was made).
     fn walk(
         &mut self,
         fde: &Fde,
+        from: Option<&FreMark>,
         stop: Stop,
-        mut each: impl FnMut(&RawFre) -> Result<(), Error>,
+        mut each: impl FnMut(FreMark, &RawFre) -> Result<(), Error>,
     ) -> Result<Option<RawFre>, Error> {
         let mut win = Window::new();
-        let mut off = self
+        let first = self
             .fre_start
             .checked_add(fde.fres_off)
             .ok_or(Error::FreDataPastEnd)?;
+        let (j0, mut off) = match from {
+            None => (0, first),
+            Some(m) if m.index < fde.num_fres => (
+                m.index,
+                first.checked_add(m.offset).ok_or(Error::FreDataPastEnd)?,
+            ),
+            Some(_) => return Err(Error::FreMarkMismatch),
+        };
         let limit = self.fre_end;
         let asz = fde.fre_type.addr_size();
         let mut last: Option<RawFre> = None;
-        for j in 0..fde.num_fres {
+        for j in j0..fde.num_fres {
             let head = win.get(
                 &mut self.reader,
                 off,
@@ -353,10 +381,10 @@ impl<R: Reader> Section<R> {
                 .ok_or(Error::FreDataPastEnd)?;
             let size8 = u8::try_from(size).map_err(|_| Error::FreDataPastEnd)?;
             let fre = RawFre::new(start, info, size8, data)?;
-            if let Some(prev) = &last {
-                if fre.start <= prev.start {
-                    return Err(Error::FreOutOfOrder);
-                }
+            match (&last, from) {
+                (Some(prev), _) if fre.start <= prev.start => return Err(Error::FreOutOfOrder),
+                (None, Some(m)) if fre.start != m.start => return Err(Error::FreMarkMismatch),
+                _ => {}
             }
             // PR 33131: a start equal to the function size occurs in real
             // binaries (it can never match a PC inside the function).
@@ -367,7 +395,12 @@ impl<R: Reader> Section<R> {
                 Stop::After(ip_off) if fre.start > ip_off => return Ok(last),
                 _ => {}
             }
-            each(&fre)?;
+            let mark = FreMark {
+                index: j,
+                offset: off.saturating_sub(first),
+                start: fre.start,
+            };
+            each(mark, &fre)?;
             last = Some(fre);
             if let Stop::Index(k) = stop {
                 if j == k {
@@ -389,7 +422,7 @@ impl<R: Reader> Section<R> {
         if j >= fde.num_fres {
             return Err(Error::FdeIndexOutOfRange);
         }
-        self.walk(fde, Stop::Index(j), |_| Ok(()))?
+        self.walk(fde, None, Stop::Index(j), |_, _| Ok(()))?
             .ok_or(Error::FdeIndexOutOfRange)
     }
 
@@ -409,7 +442,7 @@ impl<R: Reader> Section<R> {
         mut f: impl FnMut(&RawFre, &Row),
     ) -> Result<(), Error> {
         let hdr = self.header;
-        self.walk(fde, Stop::Never, |raw| {
+        self.walk(fde, None, Stop::Never, |_, raw| {
             let row = decode_row(&hdr, fde, raw)?;
             f(raw, &row);
             Ok(())
@@ -479,6 +512,19 @@ impl<R: Reader> Section<R> {
     ///
     /// [`PackedFde`]: crate::PackedFde
     pub fn find_row(&mut self, fde: &Fde, pc: u64) -> Result<Row, Error> {
+        self.find_row_from(fde, None, pc)
+    }
+
+    /// [`Section::find_row`], walking from `from`, a mark of the same
+    /// function that [`Section::fre_marks`] made and that starts at or
+    /// below `pc` (the walk then reads only the FREs from there on). A mark
+    /// that no longer matches the bytes gives [`Error::FreMarkMismatch`].
+    pub fn find_row_from(
+        &mut self,
+        fde: &Fde,
+        from: Option<&FreMark>,
+        pc: u64,
+    ) -> Result<Row, Error> {
         if !fde.contains(pc) {
             return Err(Error::NotCovered);
         }
@@ -489,10 +535,38 @@ impl<R: Reader> Section<R> {
                 .checked_rem(u32::from(fde.rep_size))
                 .ok_or(Error::ZeroRepSize)?;
         }
+        if from.is_some_and(|m| m.start > ip_off) {
+            return Err(Error::FreMarkMismatch);
+        }
         let fre = self
-            .walk(fde, Stop::After(ip_off), |_| Ok(()))?
+            .walk(fde, from, Stop::After(ip_off), |_, _| Ok(()))?
             .ok_or(Error::NotCovered)?;
         decode_row(&self.header, fde, &fre)
+    }
+
+    /// Calls `f` with a mark of every `every`-th FRE of `fde` (FREs
+    /// `every`, `2 * every`, ...), in order: where a lookup may start
+    /// ([`Section::find_row_from`]) so that it reads at most `every` FREs
+    /// however many the function has. FREs have variable sizes, so a
+    /// function's rows can be searched only from such marks. One pass,
+    /// O(number of FREs); PC-mask functions (one repetition block, a few
+    /// rows) get none, nor does `every` 0.
+    pub fn fre_marks(
+        &mut self,
+        fde: &Fde,
+        every: u32,
+        mut f: impl FnMut(FreMark) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if every == 0 || fde.pc_type == PcType::Mask || fde.num_fres <= every {
+            return Ok(());
+        }
+        self.walk(fde, None, Stop::Never, |m, _| {
+            if m.index != 0 && m.index.checked_rem(every) == Some(0) {
+                f(m)?;
+            }
+            Ok(())
+        })?;
+        Ok(())
     }
 
     /// Check the whole section once (O(FDEs + FREs) reads), e.g. when it is
@@ -524,7 +598,7 @@ impl<R: Reader> Section<R> {
                     return Err(Error::BadRepSize);
                 }
             }
-            self.walk(&fde, Stop::Never, |fre| {
+            self.walk(&fde, None, Stop::Never, |_, fre| {
                 if fde.pc_type == PcType::Mask && fre.start >= rep {
                     return Err(Error::FrePastRepBlock);
                 }

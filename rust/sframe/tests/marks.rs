@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! FRE marks (`Section::fre_marks`, `Section::find_row_from`): a lookup
+//! that starts from the nearest mark finds the same row as one that walks
+//! from the function's first FRE, for every PC of every function of the
+//! real toolchains' corpus and of a 65535-row function; it reads at most
+//! the FREs between two marks; a mark that does not match the bytes is an
+//! error, never a wrong row or a panic.
+
+mod common;
+use common::builder::*;
+use common::*;
+use sframe::{Error, Fde, FreMark, Reader, Section};
+use std::cell::Cell;
+
+/// The marks of `fde`, every `every` FREs.
+fn marks<R: Reader>(sec: &mut Section<R>, fde: &Fde, every: u32) -> Vec<FreMark> {
+    let mut v = Vec::new();
+    sec.fre_marks(fde, every, |m| {
+        v.push(m);
+        Ok(())
+    })
+    .unwrap();
+    v
+}
+
+/// The last mark at or below `ip_off`, as the kernel picks it.
+fn nearest(marks: &[FreMark], ip_off: u32) -> Option<&FreMark> {
+    let i = marks.partition_point(|m| m.start <= ip_off);
+    i.checked_sub(1).and_then(|i| marks.get(i))
+}
+
+#[test]
+fn corpus_lookups_from_marks_match() {
+    let mut pcs = 0u64;
+    let mut marked = 0u64;
+    for f in corpus() {
+        let s = sframe_of(&f);
+        let mut sec = open(&s);
+        for i in 0..sec.num_fdes() {
+            let fde = sec.fde(i).unwrap();
+            // Every 2 FREs: as many marks as the corpus can give.
+            let ms = marks(&mut sec, &fde, 2);
+            assert_eq!(
+                ms.len() as u32,
+                if fde.pc_type == sframe::PcType::Mask || fde.num_fres <= 2 {
+                    0
+                } else {
+                    (fde.num_fres - 1) / 2
+                },
+                "{}: FDE {i}",
+                f.name
+            );
+            marked += ms.len() as u64;
+            for pc in fde.func_start..fde.func_end() {
+                let ip_off = (pc - fde.func_start) as u32;
+                let want = sec.find_row(&fde, pc);
+                let got = sec.find_row_from(&fde, nearest(&ms, ip_off), pc);
+                assert_eq!(want, got, "{}: pc {pc:#x}", f.name);
+                pcs += 1;
+            }
+        }
+    }
+    assert!(pcs > 100_000 && marked > 500, "{pcs} PCs, {marked} marks");
+}
+
+/// Counts reader calls and bytes.
+struct Counting<'a> {
+    bytes: &'a [u8],
+    calls: &'a Cell<u32>,
+    read: &'a Cell<u32>,
+}
+
+impl Reader for Counting<'_> {
+    fn read(&mut self, offset: u32, buf: &mut [u8]) -> Result<(), Error> {
+        self.calls.set(self.calls.get() + 1);
+        self.read.set(self.read.get() + buf.len() as u32);
+        let mut s = self.bytes;
+        s.read(offset, buf)
+    }
+}
+
+/// One function of 65535 rows of three sizes (CFA only, CFA and FP, 2-byte
+/// words), 4-byte start offsets: the largest a function may have.
+fn huge() -> Builder {
+    let fres = (0..0xffff_u32)
+        .map(|i| match i % 3 {
+            0 => fre(i * 2, true, &[8 + (i % 7) as i64 * 8]),
+            1 => fre(i * 2, false, &[16, -16]),
+            _ => FreSpec {
+                start: i * 2,
+                info: fre_info(true, 2, 1),
+                words: vec![0x100 + i64::from(i % 5) * 8, -24],
+            },
+        })
+        .collect();
+    let mut f = fde(0x100000, 0x20000, fres);
+    f.info = 2; // 4-byte FRE start offsets
+    Builder::amd64(3).fde(f)
+}
+
+#[test]
+fn huge_function_lookups_are_bounded_from_marks() {
+    let b = huge();
+    let bytes = b.build();
+    let mut sec = Section::new(&bytes[..], bytes.len() as u32, b.addr).unwrap();
+    sec.validate().unwrap();
+    let fde = sec.fde(0).unwrap();
+    let ms = marks(&mut sec, &fde, 16);
+    assert_eq!(ms.len(), 0xfffe / 16);
+    let (calls, read) = (Cell::new(0), Cell::new(0));
+    let mut counted = Section::new(
+        Counting {
+            bytes: &bytes,
+            calls: &calls,
+            read: &read,
+        },
+        bytes.len() as u32,
+        b.addr,
+    )
+    .unwrap();
+    let (mut worst_from, mut worst_plain) = (0, 0);
+    for ip_off in (0..0x20000u32).step_by(37) {
+        let pc = fde.func_start + u64::from(ip_off);
+        read.set(0);
+        let plain = counted.find_row(&fde, pc);
+        worst_plain = worst_plain.max(read.get());
+        read.set(0);
+        let from = counted.find_row_from(&fde, nearest(&ms, ip_off), pc);
+        worst_from = worst_from.max(read.get());
+        assert_eq!(plain, from, "pc {pc:#x}");
+    }
+    println!(
+        "most bytes read by a lookup: {worst_plain} from the first FRE, {worst_from} from a mark"
+    );
+    // 16 FREs of at most 4 + 1 + 2 * 2 bytes, in windows of 64 bytes.
+    assert!(worst_from <= 4 * 64, "{worst_from} bytes from a mark");
+    assert!(worst_plain > 100 * worst_from);
+}
+
+#[test]
+fn mismatched_marks_are_errors() {
+    let b = huge();
+    let bytes = b.build();
+    let mut sec = Section::new(&bytes[..], bytes.len() as u32, b.addr).unwrap();
+    let fde = sec.fde(0).unwrap();
+    let ms = marks(&mut sec, &fde, 16);
+    let m = ms[100];
+    let pc = fde.func_start + u64::from(m.start) + 1;
+    assert!(sec.find_row_from(&fde, Some(&m), pc).is_ok());
+    let bad = [
+        // Another FRE's start.
+        FreMark {
+            start: m.start + 2,
+            ..m
+        },
+        // Past the function's FREs.
+        FreMark {
+            index: fde.num_fres,
+            ..m
+        },
+        // Past the PC looked up.
+        FreMark {
+            start: m.start + 4,
+            ..ms[101]
+        },
+    ];
+    for bad in bad {
+        assert_eq!(
+            sec.find_row_from(&fde, Some(&bad), pc),
+            Err(Error::FreMarkMismatch),
+            "{bad:?}"
+        );
+    }
+    // An offset into the middle of an FRE, or past the FRE area: an error
+    // (which one depends on the bytes there), never a row.
+    for off in [1, 2, 3, u32::MAX - 3, u32::MAX] {
+        let bad = FreMark {
+            offset: m.offset.wrapping_add(off),
+            ..m
+        };
+        let r = sec.find_row_from(&fde, Some(&bad), pc);
+        assert!(
+            r.as_ref().is_err_and(|e| e.is_malformed()),
+            "{bad:?}: {r:?}"
+        );
+    }
+    // The bytes changed under the marks: the row at the mark moved.
+    let mut changed = bytes.clone();
+    let fre_start = 28 + u32::from_le_bytes(bytes[24..28].try_into().unwrap()) as usize;
+    let at = fre_start + (fde.fres_off + m.offset) as usize;
+    changed[at..at + 4].copy_from_slice(&(m.start + 1).to_le_bytes());
+    let mut sec2 = Section::new(&changed[..], changed.len() as u32, b.addr).unwrap();
+    let fde2 = sec2.fde(0).unwrap();
+    assert_eq!(
+        sec2.find_row_from(&fde2, Some(&m), pc),
+        Err(Error::FreMarkMismatch)
+    );
+}
