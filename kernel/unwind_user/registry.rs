@@ -39,7 +39,8 @@ pub(crate) const MAX_SECTIONS: usize = 1024;
 pub(crate) const MAX_SECTION_SIZE: usize = 64 << 20;
 
 /// Most bytes of FDE tables ([`Fdes`]) one address space may hold: 20
-/// bytes a function, so about 800Ki functions. Everything the registry
+/// bytes a function (and 1 a row of functions with more than
+/// [`FRE_MARK_EVERY`] rows), so about 800Ki functions. Everything the registry
 /// allocates is charged to the memory cgroup of the task that registers.
 pub(crate) const MAX_FDE_BYTES: usize = 16 << 20;
 
@@ -48,7 +49,7 @@ pub(crate) const MAX_FDE_BYTES: usize = 16 << 20;
 /// invoking the OOM killer when that cgroup is at its limit. Quietly: a
 /// process can make these fail at will, and `ENOMEM` is its answer, not a
 /// warning with a stack trace in the kernel log.
-fn gfp() -> Flags {
+pub(crate) fn gfp() -> Flags {
     GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN
 }
 
@@ -75,43 +76,80 @@ impl Section {
     }
 }
 
+/// Every how many rows of a function registration keeps a mark
+/// ([`sframe::FreMark`]) where a lookup may start: a lookup then reads at
+/// most this many rows, however many the function has (up to 65535).
+pub(crate) const FRE_MARK_EVERY: u32 = 16;
+
+/// A mark of the rows of function `fde` of a section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FreMark {
+    /// Index of the function in the section.
+    pub(crate) fde: u32,
+    /// Where its rows may be walked from.
+    pub(crate) mark: sframe::FreMark,
+}
+
 /// What registration validated, kept in kernel memory so that no unwind
-/// reads it again: the section's header and its FDEs, packed and sorted
-/// by start. A lookup binary-searches them here; only the function's FRE
-/// bytes are read from the section, and checked as they are read.
+/// reads it again: the section's header, its FDEs, packed and sorted by
+/// start, and marks of the rows of its largest functions. A lookup
+/// binary-searches them here; only the function's FRE bytes are read from
+/// the section, at most [`FRE_MARK_EVERY`] rows of them, and checked as
+/// they are read.
 pub(crate) struct Fdes {
     header: sframe::Header,
     packed: KVVec<sframe::PackedFde>,
+    /// Sorted by function, then by start.
+    marks: KVVec<FreMark>,
 }
 
 impl Fdes {
-    /// The table of a section with `header` whose FDEs `fdes` gives, in
-    /// address order, packed relative to the text start.
+    /// The table of a section with `header`, its FDEs `packed` (in address
+    /// order, relative to the text start) and the `marks` of their rows (by
+    /// function, then start).
     pub(crate) fn new(
         header: sframe::Header,
-        fdes: impl ExactSizeIterator<Item = Result<sframe::PackedFde>>,
+        packed: KVVec<sframe::PackedFde>,
+        marks: KVVec<FreMark>,
     ) -> Result<Arc<Fdes>> {
-        let mut packed = KVVec::with_capacity(fdes.len(), gfp())?;
-        for f in fdes {
-            packed.push(f?, gfp())?;
-        }
-        Ok(Arc::new(Fdes { header, packed }, gfp())?)
+        Ok(Arc::new(
+            Fdes {
+                header,
+                packed,
+                marks,
+            },
+            gfp(),
+        )?)
     }
 
     /// Kernel memory the table takes, as counted against [`MAX_FDE_BYTES`].
     pub(crate) fn bytes(&self) -> usize {
         self.packed.len() * core::mem::size_of::<sframe::PackedFde>()
+            + self.marks.len() * core::mem::size_of::<FreMark>()
     }
 
-    /// The FDE whose function contains `off` (from the text start), and
-    /// its index.
-    fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde)> {
+    /// The FDE whose function contains `off` (from the text start), its
+    /// index, and the last mark of its rows at or below `off`.
+    fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde, Option<sframe::FreMark>)> {
         let i = self
             .packed
             .partition_point(|f| u64::from(f.start()) <= off)
             .checked_sub(1)?;
         let f = *self.packed.get(i)?;
-        (off < f.end()).then_some((u32::try_from(i).ok()?, f))
+        if off >= f.end() {
+            return None;
+        }
+        let i = u32::try_from(i).ok()?;
+        // Below the function's end, so within 4 GiB of its start.
+        let ip_off = u32::try_from(off - u64::from(f.start())).ok()?;
+        let mark = self
+            .marks
+            .partition_point(|m| (m.fde, m.mark.start) <= (i, ip_off))
+            .checked_sub(1)
+            .and_then(|k| self.marks.get(k))
+            .filter(|m| m.fde == i)
+            .map(|m| m.mark);
+        Some((i, f, mark))
     }
 }
 
@@ -268,6 +306,8 @@ pub(crate) struct Found {
     pub(crate) header: sframe::Header,
     /// The function containing the PC, if any: (its index, its FDE).
     pub(crate) fde: Option<(u32, sframe::PackedFde)>,
+    /// Where the walk of that function's rows may start for the PC.
+    pub(crate) mark: Option<sframe::FreMark>,
 }
 
 /// What [`SframeMm::lookup`] found for a PC, in generation `gen` of the
@@ -678,11 +718,13 @@ impl SframeMm {
         let gen = self.gen();
         let found = self.table(&guard).and_then(|t| t.find(pc)).map(|(_, e)| {
             let off = pc.wrapping_sub(e.section.text_start) as u64;
+            let f = e.fdes.find(off);
             Found {
                 section: e.section,
                 id: e.id,
                 header: e.fdes.header,
-                fde: e.fdes.find(off),
+                fde: f.map(|(i, fde, _)| (i, fde)),
+                mark: f.and_then(|(_, _, m)| m),
             }
         });
         Lookup { found, gen }

@@ -63,9 +63,10 @@ impl UserMem {
     }
 }
 
-/// Most section bytes one frame's lookup may read: a binary search and a
-/// few FRE windows. A function with more FREs before the PC than this
-/// allows is not unwound (the walk ends), whatever the section says.
+/// Most section bytes one frame's lookup may read. A lookup reads at most
+/// [`FRE_MARK_EVERY`](crate::registry::FRE_MARK_EVERY) rows from the
+/// mark registration kept, a few hundred bytes; this bounds it whatever
+/// the bytes say now (the walk ends at a frame that would read more).
 const FRAME_BYTES: u32 = 4096;
 /// Most section bytes one walk may read at NMI or IRQ time: about 200
 /// frames of typical lookups. It bounds what a profiled process can make
@@ -319,7 +320,7 @@ fn read_row(
                 s.sframe_addr as u64,
                 found.header,
             )?
-            .find_row(&fde, pc as u64)
+            .find_row_from(&fde, found.mark.as_ref(), pc as u64)
         });
     state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
     state.sframe_reads = state.sframe_reads.saturating_add(reader.reads);

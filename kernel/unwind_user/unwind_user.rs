@@ -35,7 +35,7 @@ const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 mod registry;
 mod step;
 
-use registry::{Fdes, Section, SframeMm, MAX_SECTION_SIZE};
+use registry::{Fdes, FreMark, Section, SframeMm, MAX_SECTION_SIZE};
 
 /// Maps a decoder error found while validating a section to an errno:
 /// `EFAULT` (unreadable), `EOPNOTSUPP` (a version, ABI or byte order this
@@ -147,17 +147,30 @@ fn validate(s: &Section, reader: &mut step::UserReader) -> Result<Arc<Fdes>> {
     let text_start = s.text_start as u64;
     let text_len = (s.text_end - s.text_start) as u64;
     let header = *sec.header();
-    Fdes::new(
-        header,
-        (0..sec.num_fdes()).map(|i| {
-            let fde = sec.fde(i).map_err(|e| validation_errno(&e))?;
-            match fde.pack(text_start) {
-                Some(p) if p.end() <= text_len => Ok(p),
-                _ => Err(ERANGE),
-            }
-        }),
-    )
-    .map_err(|e| refuse("function outside the text, or table", s, e))
+    let n = sec.num_fdes();
+    let mut packed = KVVec::with_capacity(n as usize, registry::gfp())?;
+    let mut marks = KVVec::new();
+    for i in 0..n {
+        let fde = sec.fde(i).map_err(|e| validation_errno(&e))?;
+        match fde.pack(text_start) {
+            Some(p) if p.end() <= text_len => packed.push(p, registry::gfp())?,
+            _ => return Err(refuse("function outside the text", s, ERANGE)),
+        }
+        let every = registry::FRE_MARK_EVERY;
+        if fde.num_fres <= every {
+            continue;
+        }
+        // Room first: the marks are pushed from the walk's callback, which
+        // cannot allocate (nor fail but for the bytes it reads).
+        marks.reserve(((fde.num_fres - 1) / every) as usize, registry::gfp())?;
+        sec.fre_marks(&fde, every, |mark| {
+            marks
+                .push_within_capacity(FreMark { fde: i, mark })
+                .map_err(|_| sframe::Error::CountTooLarge)
+        })
+        .map_err(|e| validation_errno(&e))?;
+    }
+    Fdes::new(header, packed, marks)
 }
 
 /// Validates and registers a section for the current task's mm.
@@ -549,7 +562,7 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 #[kunit_tests(unwind_user_sframe)]
 mod tests {
     use super::registry::{
-        Cached, CachedRule, Fdes, Found, RuleCache, Section, SframeMm, MAX_SECTIONS,
+        Cached, CachedRule, Fdes, Found, FreMark, RuleCache, Section, SframeMm, MAX_SECTIONS,
     };
     use super::step::{rule, Rule};
     use kernel::{
@@ -615,7 +628,7 @@ mod tests {
 
     /// A table without functions, for registry tests.
     fn none() -> Result<Arc<Fdes>> {
-        Fdes::new(header()?, core::iter::empty())
+        Fdes::new(header()?, KVVec::new(), KVVec::new())
     }
 
     fn sec(text_start: usize, len: usize) -> Section {
@@ -714,8 +727,24 @@ mod tests {
             .map_err(|_| EINVAL)?;
         let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
         let packed = fde.pack(0x11000).ok_or(EINVAL)?;
-        let fdes = Fdes::new(header()?, [Ok(packed)].into_iter())?;
-        assert_eq!(fdes.bytes(), 20);
+        let mut table = KVVec::new();
+        table.push(packed, GFP_KERNEL)?;
+        // Marks as registration makes them for large functions: the lookup
+        // keeps the last one at or below the PC, of its own function only.
+        let mark = |fde, index, start| FreMark {
+            fde,
+            mark: sframe::FreMark {
+                index,
+                offset: index * 3,
+                start,
+            },
+        };
+        let mut marks = KVVec::new();
+        for m in [mark(0, 16, 0x8), mark(0, 32, 0x10), mark(1, 16, 0x4)] {
+            marks.push(m, GFP_KERNEL)?;
+        }
+        let fdes = Fdes::new(header()?, table, marks)?;
+        assert_eq!(fdes.bytes(), 20 + 3 * 16);
         let mm = Private::new()?;
         mm.add(sec(0x11000, 0x100), fdes)?;
         let fde_at = |pc| found(&mm, pc).map(|f| f.fde);
@@ -728,6 +757,12 @@ mod tests {
         let f = found(&mm, 0x11010).ok_or(ENOENT)?;
         let (i, p) = f.fde.ok_or(ENOENT)?;
         assert_eq!(p.unpack(f.header.version, 0x11000, i), Ok(fde));
+        let mark_at = |pc| found(&mm, pc).and_then(|f| f.mark).map(|m| m.index);
+        assert_eq!(mark_at(0x11007), None);
+        assert_eq!(mark_at(0x11008), Some(16));
+        assert_eq!(mark_at(0x1100f), Some(16));
+        assert_eq!(mark_at(0x1101f), Some(32));
+        assert_eq!(mark_at(0x11020), None);
         Ok(())
     }
 
