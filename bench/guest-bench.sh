@@ -116,18 +116,25 @@ for n in 1 1000 10000 100000; do
 	unwind_bench mem $n $k
 done
 
-# b. End to end with perf: unprofiled, SFrame (fp,defer), DWARF, unprofiled.
+# b. End to end with perf: unprofiled; frame pointers alone (plain
+# --call-graph fp with SFrame off at sample time); SFrame deferred
+# (fp,defer); SFrame at sample time (plain --call-graph fp); DWARF;
+# unprofiled.
 phase perf
+NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
 # Keep -F as asked for every mode: without this the kernel lowers the
 # highest sample rate when sample handling is slow, as it is under TCG.
 echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
 echo "bench: perfinfo version=$(perf version 2>&1 | tr ' ' '_')"
-for m in none sframe dwarf none2; do
+for m in none fp sframe nmisf dwarf none2; do
 	case $m in
 	none*)	cg= ;;
+	fp)	cg=fp ;;
 	sframe)	cg=fp,defer ;;
+	nmisf)	cg=fp ;;
 	dwarf)	cg=dwarf ;;
 	esac
+	if [ $m = fp ]; then echo N >$NMI_SFRAME; else echo Y >$NMI_SFRAME; fi
 	t0=$(date +%s)
 	if [ -z "$cg" ]; then
 		imgdemo "$PERF_SECONDS" >$m.out 2>$m.err
@@ -158,5 +165,6 @@ for m in none sframe dwarf none2; do
 		rm -f $m.data $m.txt
 	fi
 done
+echo Y >$NMI_SFRAME
 phase end
 echo "### bench-end"
