@@ -28,132 +28,66 @@ LEAK_ITERS=2000
 EXEC_REPS=41
 PERF_SECONDS=4
 PERF_FREQ=10000
+PERF_ROUNDS=2		# rounds over all perf modes, so that drift hits all alike
+PHASES="step cold leak profile exec growth registration perf e2eprofile"
 [ -f $D/bench.env ] && . $D/bench.env
 
+# want PHASE: whether PHASES (bench.env) asks for it.
+want() {
+	case " $PHASES " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+# phase NAME: the previous phase's time; true if PHASES asks for NAME.
 phase() {
 	now=$(date +%s)
 	[ -n "$phase_name" ] && echo "bench: phase name=$phase_name seconds=$((now - phase_t0))"
-	phase_name=$1 phase_t0=$now
+	phase_name= phase_t0=$now
+	want $1 || return 1
+	phase_name=$1
 }
 
-echo "### bench-start"
-echo "bench: guest kernel=$(uname -r) nproc=$(nproc) cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -1 | tr ' ' '_')"
-echo "bench: config shallow=$SHALLOW deep=$DEEP rounds=$ROUNDS iters_shallow=$ITERS_SHALLOW iters_deep=$ITERS_DEEP cold_reps=$COLD_REPS profile_iters=$PROFILE_ITERS growth_depth=$GROWTH_DEPTH growth_iters=$GROWTH_ITERS growth_rounds=$GROWTH_ROUNDS mem_k=$MEM_K leak_iters=$LEAK_ITERS perf_seconds=$PERF_SECONDS perf_freq=$PERF_FREQ"
-# perf needs the kernel's symbols (profiles) and no sampling restrictions.
-echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
-echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
-
-# a. The unwind step, SFrame against frame pointers, on the same stacks.
-phase step
-echo "bench: binary name=unwind_bench"
-unwind_bench info
-unwind_bench step $SHALLOW $ITERS_SHALLOW $ROUNDS
-unwind_bench step $DEEP $ITERS_DEEP $ROUNDS
-unwind_bench uncovered $DEEP $ITERS_DEEP $ROUNDS
-phase cold
-unwind_bench cold $SHALLOW $COLD_REPS
-unwind_bench cold $DEEP $COLD_REPS
-phase leak
-unwind_bench leak $DEEP $LEAK_ITERS
-
-# Where the kernel spends the time of each unwinder: perf's own profile of
-# the deep loop, kernel and user, self time by symbol.
-phase profile
-for u in sframe fp; do
-	n=$PROFILE_ITERS
-	[ $u = fp ] && n=$((PROFILE_ITERS * 8))
-	perf record -e cpu-clock -F 2000 -N -o prof-$u.data \
-		-- unwind_bench loop $u $DEEP $n >prof-$u.out 2>prof-$u.err
-	cat prof-$u.out
-	echo "### bench-profile $u begin"
-	perf report -i prof-$u.data --stdio --no-children --sort sym -n --percent-limit 0.3 \
-		2>/dev/null | grep '%'
-	echo "### bench-profile $u end"
-	rm -f prof-$u.data
-done
-
-# e. What exec pays for validating and registering a program's section:
-# fork + execve + exit of the 10k- and 100k-function programs (400 KB and
-# 4 MB of .sframe), against the same programs without it, interleaved.
-phase exec
-for n in 10000 100000; do
-	unwind_bench exec $D/growth_$n $D/growth_${n}_nosframe $EXEC_REPS
-done
-
-# d. Growth: the same step against the number of functions, one round over
-# all sizes at a time.
-phase growth
-for n in $GROWTH_SIZES; do
-	echo "bench: binary name=growth_$n"
-	growth_$n info
-done
-r=0
-while [ $r -lt $GROWTH_ROUNDS ]; do
-	for n in $GROWTH_SIZES; do
-		echo "bench: binary name=growth_$n"
-		growth_$n step $GROWTH_DEPTH $GROWTH_ITERS 1 | sed "s/ round=0 / round=$r /"
-	done
-	r=$((r + 1))
-done
-echo "bench: binary name=unwind_bench"
-
-# c. Registration: time against section size, kernel memory per section.
-phase registration
-for n in 1 1000 10000 100000; do
-	reps=20
-	[ $n -ge 10000 ] && reps=10
-	[ $n -ge 100000 ] && reps=5
-	unwind_bench reg $n $reps
-done
-for r in 1 2 3; do
-	unwind_bench mem 1 1000
-done
-for n in 1 1000 10000 100000; do
-	# A process may hold 16 MiB of FDE tables (20 bytes a function):
-	# 8 registrations of 100k functions.
-	k=$MEM_K
-	[ $n -ge 100000 ] && k=5
-	unwind_bench mem $n $k
-done
-
-# b. End to end with perf: unprofiled; frame pointers alone (plain
-# --call-graph fp with SFrame off at sample time); SFrame deferred
-# (fp,defer); SFrame at sample time (plain --call-graph fp); DWARF;
-# unprofiled.
-phase perf
 NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
-# Keep -F as asked for every mode: without this the kernel lowers the
-# highest sample rate when sample handling is slow, as it is under TCG.
-echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
-echo "bench: perfinfo version=$(perf version 2>&1 | tr ' ' '_')"
-for m in none fp sframe nmisf dwarf none2; do
-	case $m in
-	none*)	cg= ;;
-	fp)	cg=fp ;;
-	sframe)	cg=fp,defer ;;
-	nmisf)	cg=fp ;;
-	dwarf)	cg=dwarf ;;
+
+# perf_mode MODE: the call-graph option ($cg, empty: unprofiled) and the
+# program ($prog) of an end-to-end mode (section b).
+perf_mode() {
+	prog=imgdemo
+	case $1 in
+	none*)		cg= ;;
+	fp|nmisf)	cg=fp ;;
+	sframe)		cg=fp,defer ;;
+	dwarf)		cg=dwarf ;;
+	fpb)		cg=fp prog=$D/fp/imgdemo ;;
+	fpbdefer)	cg=fp,defer prog=$D/fp/imgdemo ;;
 	esac
+}
+
+# perf_run MODE ROUND: one end-to-end run.
+perf_run() {
+	m=$1
+	perf_mode $m
 	if [ $m = fp ]; then echo N >$NMI_SFRAME; else echo Y >$NMI_SFRAME; fi
 	t0=$(date +%s)
 	if [ -z "$cg" ]; then
-		imgdemo "$PERF_SECONDS" >$m.out 2>$m.err
+		$prog "$PERF_SECONDS" >$m.out 2>$m.err
 		rc=$?
 		bytes=0
 	else
 		# cpu-clock: there is no hardware PMU under TCG. -N: no
 		# build-id cache.
 		perf record -e cpu-clock:u -F "$PERF_FREQ" --call-graph $cg -N -o $m.data \
-			-- imgdemo "$PERF_SECONDS" >$m.out 2>$m.err
+			-- $prog "$PERF_SECONDS" >$m.out 2>$m.err
 		rc=$?
 		bytes=$(stat -c %s $m.data)
 	fi
 	t1=$(date +%s)
 	work=$(sed -n 's/^imgdemo: \([0-9]*\) images in \([0-9.]*\) s.*/images=\1 seconds=\2/p' $m.out)
-	echo "bench: perf mode=$m callgraph=${cg:-none} rc=$rc $work bytes=$bytes wall_s=$((t1 - t0))"
-	sed "s/^/# $m: /" $m.out $m.err | grep -v 'libbpf support\|schedstat' | head -20 |
-		tr -d '\000-\010\016-\037\177-\377'
-	if [ -n "$cg" ]; then
+	echo "bench: perf mode=$m round=$2 callgraph=${cg:-none} rc=$rc $work bytes=$bytes wall_s=$((t1 - t0))"
+	[ "$2" -eq 0 ] && sed "s/^/# $m: /" $m.out $m.err | grep -v 'libbpf support\|schedstat' |
+		head -20 | tr -d '\000-\010\016-\037\177-\377'
+	[ -z "$cg" ] && return
+	if [ "$2" -eq 0 ]; then
 		# --no-inline: the guest has no addr2line (perf script would
 		# die of SIGPIPE trying to use one).
 		perf script --no-inline --show-lost-events -i $m.data \
@@ -162,9 +96,141 @@ for m in none fp sframe nmisf dwarf none2; do
 		echo "### bench-script $m begin"
 		gzip -c $m.txt | base64
 		echo "### bench-script $m end"
-		rm -f $m.data $m.txt
+		rm -f $m.txt
+	else
+		echo "bench: perf_samples mode=$m round=$2 samples=$(perf script -F tid -i $m.data 2>/dev/null | wc -l)"
 	fi
-done
-echo Y >$NMI_SFRAME
-phase end
+	rm -f $m.data
+}
+
+echo "### bench-start"
+echo "bench: guest kernel=$(uname -r) nproc=$(nproc) cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -1 | tr ' ' '_')"
+echo "bench: config shallow=$SHALLOW deep=$DEEP rounds=$ROUNDS iters_shallow=$ITERS_SHALLOW iters_deep=$ITERS_DEEP cold_reps=$COLD_REPS profile_iters=$PROFILE_ITERS growth_depth=$GROWTH_DEPTH growth_iters=$GROWTH_ITERS growth_rounds=$GROWTH_ROUNDS mem_k=$MEM_K leak_iters=$LEAK_ITERS perf_seconds=$PERF_SECONDS perf_freq=$PERF_FREQ perf_rounds=$PERF_ROUNDS phases=$(echo $PHASES | tr ' ' ,)"
+# perf needs the kernel's symbols (profiles) and no sampling restrictions.
+echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
+echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+
+# a. The unwind step, SFrame against frame pointers, on the same stacks.
+if phase step; then
+	echo "bench: binary name=unwind_bench"
+	unwind_bench info
+	unwind_bench step $SHALLOW $ITERS_SHALLOW $ROUNDS
+	unwind_bench step $DEEP $ITERS_DEEP $ROUNDS
+	unwind_bench uncovered $DEEP $ITERS_DEEP $ROUNDS
+fi
+if phase cold; then
+	unwind_bench cold $SHALLOW $COLD_REPS
+	unwind_bench cold $DEEP $COLD_REPS
+fi
+if phase leak; then
+	unwind_bench leak $DEEP $LEAK_ITERS
+fi
+
+# Where the kernel spends the time of each unwinder: perf's own profile of
+# the deep loop, kernel and user, self time by symbol.
+if phase profile; then
+	for u in sframe fp; do
+		n=$PROFILE_ITERS
+		[ $u = fp ] && n=$((PROFILE_ITERS * 8))
+		perf record -e cpu-clock -F 2000 -N -o prof-$u.data \
+			-- unwind_bench loop $u $DEEP $n >prof-$u.out 2>prof-$u.err
+		cat prof-$u.out
+		echo "### bench-profile $u begin"
+		perf report -i prof-$u.data --stdio --no-children --sort sym -n --percent-limit 0.3 \
+			2>/dev/null | grep '%'
+		echo "### bench-profile $u end"
+		rm -f prof-$u.data
+	done
+fi
+
+# e. What exec pays for validating and registering a program's section:
+# fork + execve + exit of the 10k- and 100k-function programs (400 KB and
+# 4 MB of .sframe), against the same programs without it, interleaved.
+if phase exec; then
+	for n in 10000 100000; do
+		unwind_bench exec $D/growth_$n $D/growth_${n}_nosframe $EXEC_REPS
+	done
+fi
+
+# d. Growth: the same step against the number of functions, one round over
+# all sizes at a time.
+if phase growth; then
+	for n in $GROWTH_SIZES; do
+		echo "bench: binary name=growth_$n"
+		growth_$n info
+	done
+	r=0
+	while [ $r -lt $GROWTH_ROUNDS ]; do
+		for n in $GROWTH_SIZES; do
+			echo "bench: binary name=growth_$n"
+			growth_$n step $GROWTH_DEPTH $GROWTH_ITERS 1 | sed "s/ round=0 / round=$r /"
+		done
+		r=$((r + 1))
+	done
+	echo "bench: binary name=unwind_bench"
+fi
+
+# c. Registration: time against section size, kernel memory per section.
+if phase registration; then
+	for n in 1 1000 10000 100000; do
+		reps=20
+		[ $n -ge 10000 ] && reps=10
+		[ $n -ge 100000 ] && reps=5
+		unwind_bench reg $n $reps
+	done
+	for r in 1 2 3; do
+		unwind_bench mem 1 1000
+	done
+	for n in 1 1000 10000 100000; do
+		# A process may hold 16 MiB of FDE tables (20 bytes a function):
+		# 8 registrations of 100k functions.
+		k=$MEM_K
+		[ $n -ge 100000 ] && k=5
+		unwind_bench mem $n $k
+	done
+fi
+
+# b. End to end with perf, PERF_ROUNDS rounds over: unprofiled; frame
+# pointers alone (plain --call-graph fp with SFrame off at sample time);
+# SFrame deferred (fp,defer); SFrame at sample time (plain --call-graph
+# fp); the same program built with frame pointers and without SFrame,
+# profiled with --call-graph fp and fp,defer (what deferral itself costs,
+# whatever the unwinder); DWARF. Then unprofiled once more. The first
+# round's perf script outputs go to the host; the others' sample counts.
+if phase perf; then
+	# Keep -F as asked for every mode: without this the kernel lowers the
+	# highest sample rate when sample handling is slow, as under TCG.
+	echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
+	echo "bench: perfinfo version=$(perf version 2>&1 | tr ' ' '_')"
+	r=0
+	modes="none fp sframe nmisf fpb fpbdefer dwarf"
+	while [ $r -le $PERF_ROUNDS ]; do
+		# One more unprofiled run after the last round.
+		[ $r -eq $PERF_ROUNDS ] && modes=none
+		for m in $modes; do
+			perf_run $m $r
+		done
+		r=$((r + 1))
+	done
+	echo Y >$NMI_SFRAME
+fi
+
+# e2e profile: where the kernel spends a deferred sample's time, against
+# a sample-time one and a frame-pointer deferred one (perf record -a
+# around the profiling perf, self time by kernel symbol).
+if phase e2eprofile; then
+	for m in sframe nmisf fpbdefer; do
+		perf_mode $m
+		echo Y >$NMI_SFRAME
+		perf record -a -e cpu-clock -F 1000 -N -o e2e-$m.data -- \
+			perf record -e cpu-clock:u -F "$PERF_FREQ" --call-graph $cg -N \
+			-o $m.data -- $prog "$PERF_SECONDS" >/dev/null 2>&1
+		echo "### bench-e2eprofile $m begin"
+		perf report -i e2e-$m.data --stdio --no-children --sort sym -n \
+			--percent-limit 0.5 2>/dev/null | grep '%'
+		echo "### bench-e2eprofile $m end"
+		rm -f e2e-$m.data $m.data
+	done
+fi
+phase end || true
 echo "### bench-end"

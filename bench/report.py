@@ -31,6 +31,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'demo'))
 import perfscript  # noqa: E402
 
 KV = re.compile(r'(\w+)=(\S*)')
+PERF_LABELS = {
+    'none': 'unprofiled (before)', 'none2': 'unprofiled (after)',
+    'fp': '`--call-graph fp`, `unwind_user_nmi_sframe=0` (frame pointers alone)',
+    'sframe': '`--call-graph fp,defer` (SFrame, deferred)',
+    'nmisf': '`--call-graph fp` (SFrame at sample time)',
+    'fpb': 'fp build, `--call-graph fp`',
+    'fpbdefer': 'fp build, `--call-graph fp,defer`',
+    'dwarf': '`--call-graph dwarf`'}
+# End-to-end modes of section b, in the order they run (guest-bench.sh).
+PERF_MODES = ('none', 'fp', 'sframe', 'nmisf', 'fpb', 'fpbdefer', 'dwarf', 'none2')
+
 DEBUG_OPTIONS = ['PROVE_LOCKING', 'PROVE_RCU', 'DEBUG_KMEMLEAK', 'DEBUG_ATOMIC_SLEEP',
                  'DEBUG_LIST', 'RUST_DEBUG_ASSERTIONS', 'RUST_OVERFLOW_CHECKS', 'KASAN']
 
@@ -52,16 +63,16 @@ def parse(path):
     with open(path, errors='replace') as f:
         for line in f:
             line = line.rstrip('\r\n')
-            m = re.match(r'### bench-profile (\w+) (begin|end)', line)
+            m = re.match(r'### bench-(profile|e2eprofile) (\w+) (begin|end)', line)
             if m:
-                prof = m.group(1) if m.group(2) == 'begin' else None
-                if prof:
-                    profiles[prof] = []
+                prof = None
+                if m.group(3) == 'begin':
+                    prof = profiles.setdefault(m.group(1), {}).setdefault(m.group(2), [])
                 continue
-            if prof:
+            if prof is not None:
                 m = re.match(r'\s*([\d.]+)%\s+(\d+)\s+\[([k.])\]\s+(.+?)\s*$', line)
                 if m:
-                    profiles[prof].append((float(m.group(1)), int(m.group(2)), m.group(4)))
+                    prof.append((float(m.group(1)), int(m.group(2)), m.group(4)))
                 continue
             m = re.match(r'### bench-script (\w+) (begin|end)', line)
             if m:
@@ -197,7 +208,9 @@ def main():
     ap.add_argument('--config', default='')
     a = ap.parse_args()
 
-    recs, texts, notes, profiles = parse(a.results)
+    recs, texts, notes, all_profiles = parse(a.results)
+    profiles = all_profiles.get('profile', {})
+    e2e_profiles = all_profiles.get('e2eprofile', {})
     problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
     problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
 
@@ -345,15 +358,26 @@ def main():
         leak.get('d_sunreclaim_kb', 99) <= 8
 
     # ---- b. perf end to end.
-    P = {kv['mode']: kv for kv in select(recs, 'perf') if 'mode' in kv}
+    # Each mode ran in PERF_ROUNDS rounds (older logs: one, without round=);
+    # the first round's perf script output gives the stacks, the others'
+    # sample counts come from perf_samples lines.
+    runs = {}
+    for kv in select(recs, 'perf'):
+        if 'mode' in kv and 'images' in kv:
+            runs.setdefault(kv['mode'], []).append(kv)
+    counts = {(kv['mode'], kv['round']): kv['samples'] for kv in select(recs, 'perf_samples')}
     PS = {kv['mode']: kv for kv in select(recs, 'perf_script')}
     E = {}
-    for mode in ('none', 'none2', 'fp', 'sframe', 'nmisf', 'dwarf'):
-        kv = P.get(mode)
-        if not kv or 'images' not in kv:
-            problems.append(f'missing: perf run {mode}')
+    for mode in PERF_MODES:
+        rs = runs.get(mode)
+        if not rs:
+            if mode not in ('none2', 'fpb', 'fpbdefer'):
+                problems.append(f'missing: perf run {mode}')
             continue
-        E[mode] = dict(kv, rate=kv['images'] / kv['seconds'])
+        images = sum(kv['images'] for kv in rs)
+        seconds = sum(kv['seconds'] for kv in rs)
+        E[mode] = dict(rs[0], rate=images / seconds, images=images, seconds=seconds,
+                       rounds=rs)
         if mode in texts:
             with open(os.path.join(a.out, f'{mode}.perf-script.txt'), 'w') as f:
                 f.write(texts[mode])
@@ -366,25 +390,31 @@ def main():
                 if not perfscript.reaches_main(smp):
                     dso = os.path.basename(smp[1][0][1]) if smp[1] else '(no stack)'
                     miss[dso] = miss.get(dso, 0) + 1
+            first = rs[0]
+            for kv in rs:
+                kv['samples'] = n if kv is first else counts.get((mode, kv.get('round')))
             E[mode].update(samples=n, lost=sum(lost), miss=miss,
-                           bps=kv['bytes'] / n if n else None,
+                           bps=first['bytes'] / n if n else None,
                            main=100 * st['reach_main'] / n if n else 0,
                            exact=100 * st['exact'] / st['workload_leaf'] if st['workload_leaf'] else 0,
                            hot=100 * st['hot_chain'] / n if n else 0,
                            depth=st['depth_sum'] / n if n else 0,
-                           rate_hz=n / kv['seconds'] if kv['seconds'] else 0)
-        elif mode not in ('none', 'none2'):
+                           rate_hz=n / first['seconds'] if first['seconds'] else 0)
+        elif not mode.startswith('none'):
             problems.append(f'missing: perf script output {mode}')
-    base = [E[m]['rate'] for m in ('none', 'none2') if m in E]
+    base = [kv['images'] / kv['seconds'] for m in ('none', 'none2') for kv in runs.get(m, [])]
     base_rate = sum(base) / len(base) if base else None
     for m in E:
         E[m]['slowdown'] = base_rate / E[m]['rate'] if base_rate and E[m]['rate'] else None
         # Time the workload lost per sample: its run time minus the time the
-        # same images take unprofiled, over the samples taken. Unlike the
-        # slowdown, this does not depend on how many samples a run got.
-        if base_rate and E[m].get('samples'):
-            E[m]['us_per_sample'] = (E[m]['seconds'] - E[m]['images'] / base_rate) \
-                / E[m]['samples'] * 1e6
+        # same images take unprofiled, over the samples taken, pooled over
+        # the rounds. Unlike the slowdown, this does not depend on how many
+        # samples a run got.
+        rs = [kv for kv in E[m]['rounds'] if kv.get('samples')]
+        if base_rate and rs:
+            lost_s = [kv['seconds'] - kv['images'] / base_rate for kv in rs]
+            E[m]['us_per_sample'] = sum(lost_s) / sum(kv['samples'] for kv in rs) * 1e6
+            E[m]['us_rounds'] = [t / kv['samples'] * 1e6 for t, kv in zip(lost_s, rs)]
     bytes_ratio = None
     if E.get('sframe', {}).get('bps') and E.get('dwarf', {}).get('bps'):
         bytes_ratio = E['dwarf']['bps'] / E['sframe']['bps']
@@ -478,7 +508,7 @@ def main():
     o('')
     o(f'`demo/imgdemo {cfg.get("perf_seconds", "?")}` (built without frame pointers, SFrame V1, '
       'one shared library registering its own section), `perf record -e cpu-clock:u` in the guest. '
-      'Slowdown: images per second unprofiled (mean of a run before and a run after) over images '
+      'Slowdown: images per second unprofiled (mean of every unprofiled run) over images '
       'per second profiled; it depends on how many samples the run got (the guest reaches '
       'nothing near the requested rate under TCG), the time lost per sample much less: (run time - '
       'images / unprofiled rate) / samples. DWARF unwinds later, in `perf script` (its time, '
@@ -486,32 +516,46 @@ def main():
       'samples whose stack contains main; *exact* = of the samples whose leaf is a workload '
       'function, those with every caller right up to main.')
     o('')
+    o(f'Each mode ran {len(E.get("fp", {}).get("rounds", [])) or "?"} times, in rounds over all '
+      'modes; images/s, slowdown and time lost per sample pool the rounds (each round\'s time '
+      'lost per sample in parentheses), the rest is from the first round. *fp build*: the same '
+      'program and library built with frame pointers and without SFrame (`make -C demo '
+      'FRAME=fp`): `fp,defer` against `fp` there is what deferral itself costs, whatever the '
+      'unwinder.')
+    o('')
     o('| run | images/s | slowdown | samples | samples/s | time lost per sample | perf script | lost samples | perf.data bytes | bytes/sample | reach main | exact | mean depth |')
     o('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
-    labels = {'none': 'unprofiled (before)', 'none2': 'unprofiled (after)',
-              'fp': '`--call-graph fp`, `unwind_user_nmi_sframe=0` (frame pointers alone)',
-              'sframe': '`--call-graph fp,defer` (SFrame, deferred)',
-              'nmisf': '`--call-graph fp` (SFrame at sample time)',
-              'dwarf': '`--call-graph dwarf`'}
-    for m in ('none', 'fp', 'sframe', 'nmisf', 'dwarf', 'none2'):
+    for m in PERF_MODES:
         e = E.get(m)
         if not e:
             continue
         if 'samples' in e:
-            o(f'| {labels[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | {e["samples"]} | '
-              f'{fmt(e["rate_hz"], 0)} | {fmt(e.get("us_per_sample"), 0)} us | '
+            per = ', '.join(fmt(u, 1) for u in e.get('us_rounds', []))
+            o(f'| {PERF_LABELS[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | {e["samples"]} | '
+              f'{fmt(e["rate_hz"], 0)} | {fmt(e.get("us_per_sample"), 1)} us ({per}) | '
               f'{PS.get(m, {}).get("script_s", "?")} s | {e["lost"]} | '
               f'{e["bytes"]} | {fmt(e["bps"], 0)} | '
               f'{fmt(e["main"], 1)}% | {fmt(e["exact"], 1)}% | {fmt(e["depth"], 1)} |')
         else:
-            o(f'| {labels[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | | | | | | | | | | |')
+            o(f'| {PERF_LABELS[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | | | | | | | | | | |')
     o('')
+    if e2e_profiles:
+        o(f'Kernel profile of a whole profiled run (`perf record -a -e cpu-clock -F 1000` around '
+          f'the profiling perf), self time by symbol, the top 12 symbols (kernel and user), share '
+          f'of all samples of the run:')
+        o('')
+        for m, rows in e2e_profiles.items():
+            top = [r for r in rows if not r[2].startswith('0x')][:12]
+            names = demangle([t[2] for t in top])
+            o(f'- {PERF_LABELS.get(m, m)}: ' + '; '.join(
+                f'{n} {pct:.1f}%' for (pct, _, _), n in zip(top, names)) + '.')
+        o('')
     o(f'perf.data bytes per sample, DWARF over SFrame: **{fmt(bytes_ratio, 1)}x**.')
     o('')
     for m in ('sframe', 'dwarf'):
         miss = E.get(m, {}).get('miss')
         if miss is not None:
-            o(f'- {labels[m]}: samples that do not reach main, by the object of their leaf frame: '
+            o(f'- {PERF_LABELS[m]}: samples that do not reach main, by the object of their leaf frame: '
               + (', '.join(f'{d} {c}' for d, c in sorted(miss.items(), key=lambda x: -x[1]))
                  or 'none') + '.')
     o('- Debian\'s libc.so.6 and ld.so have neither SFrame nor frame pointers: a sample whose '
@@ -693,8 +737,13 @@ def main():
         ok = r is not None and r <= 1.2 and us['dwarf'] is not None and us[m] < us['dwarf']
         o(f'| end to end (section b): time lost per sample, '
           f'{what} <= 1.2x frame pointers alone, well below dwarf | '
-          f'{fmt(us[m], 0)} us against {fmt(us["fp"], 0)} us ({fmt(r)}x); dwarf {fmt(us["dwarf"], 0)} us '
+          f'{fmt(us[m], 1)} us against {fmt(us["fp"], 1)} us ({fmt(r)}x); dwarf {fmt(us["dwarf"], 1)} us '
           f'| **{verdict(ok)}** |')
+    fpb, fpbd = E.get('fpb', {}).get('us_per_sample'), E.get('fpbdefer', {}).get('us_per_sample')
+    if fpb and fpbd:
+        o(f'| (no target) what deferral itself costs: fp build, time lost per sample with '
+          f'`fp,defer` against `fp` | {fmt(fpbd, 1)} us against {fmt(fpb, 1)} us '
+          f'({fmt(fpbd / fpb if fpb > 0 else None)}x) | |')
     sf, dw = E.get('sframe', {}), E.get('dwarf', {})
     o(f'| perf.data per sample >= 20x smaller than dwarf, stacks at least as complete | '
       f'{fmt(bytes_ratio, 1)}x smaller; reach main {fmt(sf.get("main"), 1)}% vs '

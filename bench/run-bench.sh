@@ -27,6 +27,7 @@ make -s -C "$HERE" O="$OUT/build" -j"$(nproc)"
 rm -rf "$OUT/guest"
 mkdir -p "$G"
 make -s -C "$REPO/demo" O="$G" >/dev/null
+make -s -C "$REPO/demo" O="$G/fp" FRAME=fp >/dev/null
 # The guest gets stripped copies; the host keeps the symbols for report.py.
 for p in unwind_bench growth_10 growth_100 growth_1000 growth_10000 growth_100000; do
 	strip -o "$G/$p" "$OUT/build/$p"

@@ -39,6 +39,12 @@ accel() {
 ACCEL=$(accel)
 if [ "$ACCEL" = kvm ]; then
 	QACCEL=(-enable-kvm -cpu host)
+elif [ -n "${GUEST_ICOUNT:-}" ]; then
+	# The guest's clock counts instructions (2^GUEST_ICOUNT ns each), not
+	# host time: what the guest measures is then a count, deaf to the
+	# host's load. icount needs one TCG thread for all vCPUs.
+	ACCEL=tcg-icount
+	QACCEL=(-accel tcg,thread=single -cpu max -icount "shift=$GUEST_ICOUNT,sleep=off")
 else
 	QACCEL=(-accel tcg -cpu max)
 fi
