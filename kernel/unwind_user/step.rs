@@ -329,6 +329,9 @@ fn read_row(
         Err(SfError::NotCovered) => Ok(None),
         Err(_) if reader.exhausted => {
             bump(&mut state.sframe_errors);
+            // At NMI or IRQ time the budget is smaller than a deferred
+            // walk's, which may get further.
+            state.incomplete |= state.nofault;
             Err(E2BIG)
         }
         Err(e) if e.is_malformed() => {
@@ -343,6 +346,7 @@ fn read_row(
             if state.nofault {
                 bump(&mut state.sframe_faults);
                 state.prefault = true;
+                state.incomplete = true;
             } else {
                 bump(&mut state.sframe_errors);
             }

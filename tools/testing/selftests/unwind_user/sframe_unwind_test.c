@@ -81,8 +81,12 @@ static struct tally check(const struct stacks *s, int verbose)
 }
 
 static struct stacks stacks;
-/* Stacks read by sample_chain() since the last reset, in all rounds. */
-static unsigned int stacks_read;
+/*
+ * Stacks read by sample_chain() since the last reset, in all rounds; of
+ * those with deferred callchains, the ones the samples carried (walked
+ * whole at sample time) and the deferred ones.
+ */
+static unsigned int stacks_read, stacks_whole, stacks_deferred;
 
 /*
  * Sample @work (deferred, or at sample time with @sync) in rounds until at
@@ -102,6 +106,8 @@ static struct tally sample_chain(void (*work)(void *), void *arg, bool sync,
 		if (*err)
 			break;
 		stacks_read += stacks.nr;
+		stacks_whole += stacks.whole;
+		stacks_deferred += stacks.deferred;
 		r = check(&stacks, verbose);
 		t.in_chain += r.in_chain;
 		t.complete += r.complete;
@@ -124,7 +130,13 @@ FIXTURE_TEARDOWN(unwind)
 {
 }
 
-/* Registered at exec, the executable's own section unwinds every sample. */
+/*
+ * Registered at exec, the executable's own section unwinds every sample.
+ * These samples interrupted user mode: the kernel walks each stack at
+ * once, and defers it only when that walk met a page it could not read
+ * without faulting (the first samples in this child of fork(), which does
+ * not inherit the page tables of file mappings).
+ */
 TEST_F(unwind, deep_chain_complete)
 {
 	unsigned long long frames, cached, reads, bytes;
@@ -135,12 +147,13 @@ TEST_F(unwind, deep_chain_complete)
 
 	ASSERT_EQ(0, unwind_query(&before));
 	ASSERT_EQ(1, before.nr_sections);
-	stacks_read = 0;
+	stacks_read = stacks_whole = stacks_deferred = 0;
 	t = sample_chain(run_chain, &n, false, 1, &err);
 	ASSERT_EQ(0, err);
 	ASSERT_EQ(0, unwind_query(&after));
-	printf("# in chain %d, complete %d, wrong %d\n",
-	       t.in_chain, t.complete, t.wrong);
+	printf("# in chain %d, complete %d, wrong %d; stacks walked whole at sample time %u, deferred %u\n",
+	       t.in_chain, t.complete, t.wrong, stacks_whole, stacks_deferred);
+	EXPECT_GT(stacks_whole, stacks_deferred);
 	printf("# counters: unwinds %llu sframe_frames %llu fp_fallbacks %llu errors %llu\n",
 	       after.unwinds - before.unwinds,
 	       after.sframe_frames - before.sframe_frames,
@@ -172,6 +185,39 @@ TEST_F(unwind, deep_chain_complete)
 	EXPECT_LE(frames - cached, stacks_read + 64);
 	EXPECT_LE(reads, 2 * (frames - cached));
 	EXPECT_LE(bytes, 4096 * reads);
+}
+
+/*
+ * With SFrame off at sample time (unwind_user_nmi_sframe=0), every stack is
+ * deferred and walked at the return to user space, with reads that may
+ * fault: the walk kernel-mode samples (system calls, page faults) get.
+ */
+TEST_F(unwind, deferred_walk_chain_complete)
+{
+	const char *knob = "/sys/module/kernel/parameters/unwind_user_nmi_sframe";
+	unsigned long n = 60000;
+	struct unwind_user_info before, after;
+	struct tally t;
+	int err;
+
+	ASSERT_EQ(0, write_text(knob, "N"));
+	ASSERT_EQ(0, unwind_query(&before));
+	stacks_read = stacks_whole = stacks_deferred = 0;
+	t = sample_chain(run_chain, &n, false, 0, &err);
+	ASSERT_EQ(0, unwind_query(&after));
+	ASSERT_EQ(0, write_text(knob, "Y"));
+	ASSERT_EQ(0, err);
+	printf("# in chain %d, complete %d, wrong %d; stacks walked whole at sample time %u, deferred %u; nofault_frames +%llu\n",
+	       t.in_chain, t.complete, t.wrong, stacks_whole, stacks_deferred,
+	       after.nofault_frames - before.nofault_frames);
+	ASSERT_GE(t.in_chain, 20);
+	EXPECT_EQ(0, t.wrong);
+	EXPECT_EQ(t.in_chain, t.complete);
+	EXPECT_EQ(0, stacks_whole);
+	EXPECT_EQ(stacks_read, stacks_deferred);
+	EXPECT_EQ(after.nofault_frames, before.nofault_frames);
+	EXPECT_GT(after.sframe_frames, before.sframe_frames);
+	EXPECT_EQ(after.errors, before.errors);
 }
 
 /*

@@ -22,6 +22,8 @@
 #ifndef PERF_RECORD_CALLCHAIN_DEFERRED
 #define PERF_RECORD_CALLCHAIN_DEFERRED 22
 #endif
+/* PERF_CONTEXT_USER, as a constant older headers cannot lack. */
+#define CONTEXT_USER ((uint64_t)-512)
 
 /* 4 MiB: room for about a thousand stacks of the deepest kind. */
 #define RING_PAGES 1024
@@ -49,15 +51,26 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 			/* ip, pid/tid, then the callchain: nr, ips[nr] */
 			uint64_t *p = (uint64_t *)(rec + sizeof(hdr));
 			uint64_t nr = p[2], k;
+			bool user = false;
 
 			out->samples++;
-			if (out->sync && out->nr < MAX_STACKS) {
+			/*
+			 * The sample carries its user stack (PERF_CONTEXT_USER)
+			 * when taken at sample time, and with deferred
+			 * callchains when the kernel walked the whole stack at
+			 * once; otherwise a deferred record brings it.
+			 */
+			for (k = 0; k < nr; k++)
+				user |= p[3 + k] == CONTEXT_USER;
+			if (user && out->nr < MAX_STACKS) {
 				struct ustack *st = &out->s[out->nr++];
 
 				st->nr = 0;
 				for (k = 0; k < nr && st->nr < MAX_DEPTH; k++)
 					if (p[3 + k] < (uint64_t)PERF_CONTEXT_MAX)
 						st->ip[st->nr++] = p[3 + k];
+				if (!out->sync)
+					out->whole++;
 			}
 		} else if (hdr.type == PERF_RECORD_LOST) {
 			out->lost++;
@@ -67,6 +80,7 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 			struct ustack *st = &out->s[out->nr++];
 			uint64_t nr = p[1];
 
+			out->deferred++;
 			st->cookie = p[0];
 			if (nr > MAX_DEPTH)
 				nr = MAX_DEPTH;

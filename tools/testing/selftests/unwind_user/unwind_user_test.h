@@ -40,13 +40,20 @@ struct stacks {
 	bool sync;			/* from the samples, not deferred */
 	unsigned int samples;		/* samples read */
 	unsigned int lost;		/* PERF_RECORD_LOST */
+	/*
+	 * Deferred callchains: user stacks the samples carried (walked whole
+	 * at sample time), and those PERF_RECORD_CALLCHAIN_DEFERRED brought.
+	 */
+	unsigned int whole;
+	unsigned int deferred;
 	struct ustack s[MAX_STACKS];
 };
 
 /*
  * Sample this thread every 1/@freq s of its CPU time (cpu-clock), with
- * deferred callchains,
- * while @work runs @arg; the stacks it got go to @out. Returns 0 or -errno.
+ * deferred callchains, while @work runs @arg; the stacks it got go to @out
+ * (from the samples where the kernel walked them whole at once, else from
+ * deferred records). Returns 0 or -errno.
  */
 int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out);
 /*
