@@ -51,6 +51,10 @@ REPO       := $(CURDIR)
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
 # Seconds a guest may run before it counts as hung.
 BOOT_TIMEOUT ?= 900
+# make bench's guest clock under TCG: -icount shift=N, one instruction is
+# 2^N ns of guest time, so that what the guest times is a count of
+# instructions, deaf to the host's load. Empty: host time.
+BENCH_ICOUNT ?= 0
 
 # Debian's rustc-web carries the library source the kernel build needs; the
 # rustup toolchain first in PATH does not.
@@ -216,11 +220,11 @@ oracle: kernel perf
 # kernel; its own initramfs and outputs, results.md in $(KBUILD_DIR)/bench.
 # bench-debug: the same on the debug test kernel (correctness, not speed).
 bench: kernel-prod perf
-	@KSRC=$(SRC) bench/run-bench.sh $(OUT_PROD)/arch/x86/boot/bzImage \
+	@GUEST_ICOUNT=$(BENCH_ICOUNT) KSRC=$(SRC) bench/run-bench.sh $(OUT_PROD)/arch/x86/boot/bzImage \
 		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench $(BOOT_TIMEOUT) $(OUT_PROD)/vmlinux
 
 bench-debug: kernel perf
-	@KSRC=$(SRC) bench/run-bench.sh $(OUT)/arch/x86/boot/bzImage \
+	@GUEST_ICOUNT=$(BENCH_ICOUNT) KSRC=$(SRC) bench/run-bench.sh $(OUT)/arch/x86/boot/bzImage \
 		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench-debug $(BOOT_TIMEOUT) $(OUT)/vmlinux
 
 boot: kernel initramfs

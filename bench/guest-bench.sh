@@ -29,7 +29,7 @@ EXEC_REPS=41
 PERF_SECONDS=4
 PERF_FREQ=10000
 PERF_ROUNDS=2		# rounds over all perf modes, so that drift hits all alike
-PHASES="step cold leak profile exec growth registration perf e2eprofile"
+PHASES="step cold leak profile exec growth registration perf"
 [ -f $D/bench.env ] && . $D/bench.env
 
 # want PHASE: whether PHASES (bench.env) asks for it.
@@ -215,22 +215,5 @@ if phase perf; then
 	echo Y >$NMI_SFRAME
 fi
 
-# e2e profile: where the kernel spends a deferred sample's time, against
-# a sample-time one and a frame-pointer deferred one (perf record -a
-# around the profiling perf, self time by kernel symbol).
-if phase e2eprofile; then
-	for m in sframe nmisf fpbdefer; do
-		perf_mode $m
-		echo Y >$NMI_SFRAME
-		perf record -a -e cpu-clock -F 1000 -N -o e2e-$m.data -- \
-			perf record -e cpu-clock:u -F "$PERF_FREQ" --call-graph $cg -N \
-			-o $m.data -- $prog "$PERF_SECONDS" >/dev/null 2>&1
-		echo "### bench-e2eprofile $m begin"
-		perf report -i e2e-$m.data --stdio --no-children --sort sym -n \
-			--percent-limit 0.5 2>/dev/null | grep '%'
-		echo "### bench-e2eprofile $m end"
-		rm -f e2e-$m.data $m.data
-	done
-fi
 phase end || true
 echo "### bench-end"

@@ -34,7 +34,7 @@ KV = re.compile(r'(\w+)=(\S*)')
 PERF_LABELS = {
     'none': 'unprofiled (before)', 'none2': 'unprofiled (after)',
     'fp': '`--call-graph fp`, `unwind_user_nmi_sframe=0` (frame pointers alone)',
-    'sframe': '`--call-graph fp,defer` (SFrame, deferred)',
+    'sframe': '`--call-graph fp,defer` (SFrame; deferred when not whole at once)',
     'nmisf': '`--call-graph fp` (SFrame at sample time)',
     'fpb': 'fp build, `--call-graph fp`',
     'fpbdefer': 'fp build, `--call-graph fp,defer`',
@@ -63,16 +63,16 @@ def parse(path):
     with open(path, errors='replace') as f:
         for line in f:
             line = line.rstrip('\r\n')
-            m = re.match(r'### bench-(profile|e2eprofile) (\w+) (begin|end)', line)
+            m = re.match(r'### bench-profile (\w+) (begin|end)', line)
             if m:
-                prof = None
-                if m.group(3) == 'begin':
-                    prof = profiles.setdefault(m.group(1), {}).setdefault(m.group(2), [])
+                prof = m.group(1) if m.group(2) == 'begin' else None
+                if prof:
+                    profiles[prof] = []
                 continue
-            if prof is not None:
+            if prof:
                 m = re.match(r'\s*([\d.]+)%\s+(\d+)\s+\[([k.])\]\s+(.+?)\s*$', line)
                 if m:
-                    prof.append((float(m.group(1)), int(m.group(2)), m.group(4)))
+                    profiles[prof].append((float(m.group(1)), int(m.group(2)), m.group(4)))
                 continue
             m = re.match(r'### bench-script (\w+) (begin|end)', line)
             if m:
@@ -208,9 +208,7 @@ def main():
     ap.add_argument('--config', default='')
     a = ap.parse_args()
 
-    recs, texts, notes, all_profiles = parse(a.results)
-    profiles = all_profiles.get('profile', {})
-    e2e_profiles = all_profiles.get('e2eprofile', {})
+    recs, texts, notes, profiles = parse(a.results)
     problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
     problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
 
@@ -431,10 +429,13 @@ def main():
             cpu = next(line.split(':', 1)[1].strip() for line in f if line.startswith('model name'))
     except (OSError, StopIteration):
         pass
-    debug = []
+    debug, opt = [], 'not checked'
     if a.config and os.path.exists(a.config):
         conf = open(a.config).read()
         debug = [o for o in DEBUG_OPTIONS if f'CONFIG_{o}=y' in conf]
+        opt = ('size (CC_OPTIMIZE_FOR_SIZE: -Os, Rust opt-level s)'
+               if 'CONFIG_CC_OPTIMIZE_FOR_SIZE=y' in conf else
+               'speed (CC_OPTIMIZE_FOR_PERFORMANCE: -O2, Rust opt-level 2)')
     warm_x = ratio.get(('warm', deep))
     L = []
     o = L.append
@@ -446,12 +447,20 @@ def main():
     o(f'| date | {now} |')
     o(f'| kernel | {a.kernel} (guest `uname -r`: {guest.get("kernel", "?")}) |')
     o(f'| debug options on | {", ".join(debug) if debug else "none found" if a.config else "not checked"} |')
+    o(f'| optimized for | {opt} |')
     o(f'| machine | host: {os.cpu_count()} CPUs, {cpu}, {platform.system()} {platform.release()}; '
       f'guest: {guest.get("nproc", "?")} vCPUs, {str(guest.get("cpu", "?")).replace("_", " ")}, 2 GiB |')
     o(f'| emulation | **{accel}** (from run-guest.sh) |')
     o(f'| run time | {a.seconds} s (build, boot, measurements) |')
     o('')
-    if accel != 'kvm':
+    if accel == 'tcg-icount':
+        o('**The guest ran under TCG with `-icount`: its clock counts the instructions the '
+          'guest executes on either vCPU (`make bench BENCH_ICOUNT=0`: one a ns), so every '
+          '"ns" and "us" below is a count of instructions, the same from run to run whatever '
+          'the host\'s load. An instruction is not a cycle: a user copy\'s STAC/CLAC or a '
+          'cache miss costs one here, many on hardware.**')
+        o('')
+    elif accel != 'kvm':
         o('**Under TCG every absolute time is inflated (software emulation, no cache model): '
           'read the ratios, which compare unwinders within this one run, not the ns.**')
         o('')
@@ -539,17 +548,6 @@ def main():
         else:
             o(f'| {PERF_LABELS[m]} | {fmt(e["rate"], 1)} | {fmt(e["slowdown"])}x | | | | | | | | | | |')
     o('')
-    if e2e_profiles:
-        o(f'Kernel profile of a whole profiled run (`perf record -a -e cpu-clock -F 1000` around '
-          f'the profiling perf), self time by symbol, the top 12 symbols (kernel and user), share '
-          f'of all samples of the run:')
-        o('')
-        for m, rows in e2e_profiles.items():
-            top = [r for r in rows if not r[2].startswith('0x')][:12]
-            names = demangle([t[2] for t in top])
-            o(f'- {PERF_LABELS.get(m, m)}: ' + '; '.join(
-                f'{n} {pct:.1f}%' for (pct, _, _), n in zip(top, names)) + '.')
-        o('')
     o(f'perf.data bytes per sample, DWARF over SFrame: **{fmt(bytes_ratio, 1)}x**.')
     o('')
     for m in ('sframe', 'dwarf'):
