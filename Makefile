@@ -36,6 +36,11 @@ VNG_TEST_TIMEOUT ?= 300
 KSFT_ARGS  ?=
 # The selftest programs of other SFrame producers, built from source.
 PRODUCERS  := $(KBUILD_DIR)/producers
+# The decoder's oracle corpus: binaries built from its sources by real
+# toolchains and their dumps, generated (not committed) before the host
+# tests read them.
+CORPUS     := rust/sframe/tests/corpus
+CORPUS_SRCS := $(wildcard $(CORPUS)/src/*) $(addprefix $(CORPUS)/,generate.sh toolchains.sh findfre.c)
 PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.c \
 	harness/producers/sframe_cxx_test.cc \
 	$(addprefix tools/testing/selftests/unwind_user/,sframe_unwind_test.c \
@@ -77,7 +82,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug producers bisect-check kernel-vng vng \
-	vng-deps kselftest-vng oracle
+	vng-deps kselftest-vng oracle corpus
 
 deps:
 	@harness/install-deps.sh
@@ -170,7 +175,13 @@ kernel: config
 	$(KMAKE) bzImage
 	@echo "kernel: $(OUT)/arch/x86/boot/bzImage"
 
-host-test:
+corpus: $(CORPUS)/MANIFEST
+
+# generate.sh writes MANIFEST last: a run that failed leaves none.
+$(CORPUS)/MANIFEST: $(CORPUS_SRCS)
+	UNWIND_USER_TOOLCHAINS=$(KBUILD_DIR)/toolchains $(CORPUS)/generate.sh
+
+host-test: corpus
 	cd rust/sframe && cargo test --release 2>&1 | tee $(KBUILD_DIR)/host-test.log
 	cd tools/unwind_user/sframe_synth && cargo test --release 2>&1 | tee -a $(KBUILD_DIR)/host-test.log
 
@@ -198,7 +209,7 @@ $(PRODUCERS)/MANIFEST: $(PRODUCER_SRCS)
 initramfs: selftests
 	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz
 
-check: kernel initramfs series perf
+check: kernel initramfs series perf corpus
 	@harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
 
 perf: apply

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Regenerate the SFrame oracle corpus: build the programs in src/ with every
-# SFrame producer we can get on Debian 12, keep the (small) binaries in bin/
-# and each producer's own dump of their .sframe section in dump/.
+# Generate the SFrame oracle corpus: build the programs in src/ with every
+# SFrame producer we can get on Debian 12 into bin/, and each producer's own
+# dump of their .sframe section into dump/.
 #
 #   v1       gcc 12 + host binutils 2.40        SFrame V1      objdump 2.40
 #   v2       gcc 12 + trixie binutils 2.44      SFrame V2      objdump 2.44
@@ -16,9 +16,11 @@
 # Every binary but the ld.lld ones also gets dump/NAME.libsframe: libsframe's
 # own sframe_find_fre answer for every PC of every function (findfre.c).
 #
-# The cargo tests only read bin/ and dump/, so CI needs none of these tools.
-# Toolchains are fetched by toolchains.sh (apt-get download, nothing installed
-# system-wide except clang-22/lld-22/llvm-22 from bookworm-security).
+# Nothing it writes is committed: make check (make corpus) runs it before
+# the cargo tests, which read bin/ and dump/. Toolchains are fetched by
+# toolchains.sh (apt-get download, nothing installed system-wide except
+# clang-22/lld-22/llvm-22 from bookworm-security), the same the selftests of
+# other producers are built with. About 20 s once they are fetched.
 #
 # Usage: generate.sh
 set -euo pipefail
@@ -34,7 +36,8 @@ trap 'rm -rf "$WORK"' EXIT
 cp "$SRC"/* "$HERE/findfre.c" "$WORK"/
 cd "$WORK"
 
-rm -rf "$BIN" "$DUMP"
+# MANIFEST, written last, says the corpus is whole (make's stamp for it).
+rm -rf "$BIN" "$DUMP" "$HERE/MANIFEST"
 mkdir -p "$BIN" "$DUMP"
 
 # Reproducible output: no build ids, no absolute paths, no debug info.
