@@ -463,7 +463,37 @@ pub(crate) struct SframeMm {
     /// entry. A walk starts with one read of it.
     gen: Atomic<u64>,
     cache: KBox<RuleCache>,
+    /// User-assisted unwinding, as [`Assist::word`] packs it (0: off); read
+    /// without a lock, at NMI time too.
+    assist: Atomic<u64>,
     pub(crate) counters: Counters,
+}
+
+/// What a process asked for with `UNWIND_USER_ASSIST_ENABLE`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Assist {
+    /// The signal sent with each deferred unwind's cookie.
+    pub(crate) signo: u8,
+    /// Most frames an answer may hold.
+    pub(crate) max_entries: u16,
+    /// How long an answer is taken after the signal.
+    pub(crate) timeout_ms: u16,
+}
+
+impl Assist {
+    /// One word, so that it is read and written whole, without a lock.
+    fn word(self) -> u64 {
+        u64::from(self.signo) | u64::from(self.max_entries) << 16 | u64::from(self.timeout_ms) << 32
+    }
+
+    fn from_word(w: u64) -> Option<Assist> {
+        Some(Assist {
+            signo: w as u8,
+            max_entries: (w >> 16) as u16,
+            timeout_ms: (w >> 32) as u16,
+        })
+        .filter(|a| a.signo != 0)
+    }
 }
 
 /// `mm->sframe` as an atomic pointer.
@@ -499,6 +529,7 @@ impl SframeMm {
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
+                assist: Atomic::new(0),
                 counters: Counters {
                     sframe_frames: Atomic::new(0),
                     fp_fallbacks: Atomic::new(0),
@@ -695,7 +726,19 @@ impl SframeMm {
             dst.publish(Table::rebuild(Some(old), keep, None)?);
             dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
         }
+        // The child inherits the signal handlers, so it answers too.
+        dst.assist.store(self.assist.load(Relaxed), Relaxed);
         Ok(())
+    }
+
+    /// User-assisted unwinding as the process asked for it, if at all.
+    pub(crate) fn assist(&self) -> Option<Assist> {
+        Assist::from_word(self.assist.load(Relaxed))
+    }
+
+    /// Turns user-assisted unwinding on with `a`, or off with `None`.
+    pub(crate) fn set_assist(&self, a: Option<Assist>) {
+        self.assist.store(a.map_or(0, Assist::word), Relaxed);
     }
 
     /// Number of live registrations.

@@ -86,6 +86,7 @@ fn time(iterations: u64, mut walk: impl FnMut() -> Result<usize>) -> Result<(usi
 fn faultable_walk(entries: &mut [c_ulong], types: u32) -> Result<usize> {
     let mut trace = bindings::unwind_stacktrace {
         nr: 0,
+        flags: 0,
         entries: entries.as_mut_ptr(),
     };
     // SAFETY: `trace.entries` has room for `entries.len()` entries; we are in

@@ -24,6 +24,16 @@
  *       struct unwind_user_info *info, size_t size, 0)
  */
 #define UNWIND_USER_QUERY		3
+/*
+ * prctl(PR_UNWIND_USER, UNWIND_USER_ASSIST_ENABLE,
+ *       struct unwind_user_assist *assist, size_t size, 0)
+ */
+#define UNWIND_USER_ASSIST_ENABLE	4
+/*
+ * prctl(PR_UNWIND_USER, UNWIND_USER_ASSIST_SUBMIT,
+ *       struct unwind_user_assist_frames *frames, size_t size, 0)
+ */
+#define UNWIND_USER_ASSIST_SUBMIT	5
 
 /**
  * struct unwind_user_sframe - one .sframe section and the text it describes
@@ -97,5 +107,51 @@ struct unwind_user_info {
 #define UNWIND_USER_INFO_SIZE_VER0	48
 #define UNWIND_USER_INFO_SIZE_VER1	64
 #define UNWIND_USER_INFO_SIZE_VER2	88
+
+/**
+ * struct unwind_user_assist - user-assisted unwinding of this process
+ * @signo:       the signal the kernel sends, after each deferred unwind
+ *               of one of the process's threads, to that thread, with
+ *               the unwind's cookie in si_value.sival_ptr (si_code
+ *               SI_QUEUE, si_pid 0); 0 turns user-assisted unwinding off.
+ *               Not SIGKILL or SIGSTOP.
+ * @max_entries: most frames an answer may hold, 1 to
+ *               UNWIND_USER_ASSIST_MAX_ENTRIES
+ * @timeout_ms:  how long after the signal was sent an answer is taken,
+ *               1 to UNWIND_USER_ASSIST_MAX_TIMEOUT_MS
+ * @flags:       0
+ *
+ * Size-versioned like struct unwind_user_sframe.
+ */
+struct unwind_user_assist {
+	__u32 signo;
+	__u32 max_entries;
+	__u32 timeout_ms;
+	__u32 flags;
+};
+
+#define UNWIND_USER_ASSIST_SIZE_VER0		16
+#define UNWIND_USER_ASSIST_MAX_ENTRIES		256
+#define UNWIND_USER_ASSIST_MAX_TIMEOUT_MS	1000
+
+/**
+ * struct unwind_user_assist_frames - a thread's own frames for a cookie
+ * @cookie:  the cookie the signal carried
+ * @entries: address of @nr __u64 frames, innermost first: addresses the
+ *           profiler can name (a perf map file, /tmp/perf-PID.map, or a
+ *           jitdump names them; see the documentation)
+ * @nr:      0 to the @max_entries the process enabled
+ * @flags:   0
+ *
+ * Size-versioned like struct unwind_user_sframe.
+ */
+struct unwind_user_assist_frames {
+	__u64 cookie;
+	__u64 entries;
+	__u32 nr;
+	__u32 flags;
+};
+
+#define UNWIND_USER_ASSIST_FRAMES_SIZE_VER0	24
 
 #endif /* _UAPI_LINUX_UNWIND_USER_H */
