@@ -24,63 +24,8 @@
 #include "unwind_user_test.h"
 #include "jit_code.h"
 
-#define DEBUGFS		"/sys/kernel/debug"
 /* More injection points than any of these calls has. */
 #define MAX_NTH		2000
-
-/*
- * Make fail-nth fail sleeping allocations of any order too (the defaults
- * spare them), quietly: a stack dump per injected failure would drown the
- * kernel log the harness reads.
- */
-static int fault_injection_setup(void)
-{
-	static const char *const knobs[][2] = {
-		{ DEBUGFS "/failslab/ignore-gfp-wait", "N" },
-		{ DEBUGFS "/failslab/verbose", "0" },
-		{ DEBUGFS "/fail_page_alloc/ignore-gfp-wait", "N" },
-		{ DEBUGFS "/fail_page_alloc/ignore-gfp-highmem", "N" },
-		{ DEBUGFS "/fail_page_alloc/min-order", "0" },
-		{ DEBUGFS "/fail_page_alloc/verbose", "0" },
-	};
-	unsigned int i;
-	int err;
-
-	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
-		err = write_text(knobs[i][0], knobs[i][1]);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* fail-nth of this thread, opened once. */
-static int nth_fd = -1;
-
-/* The @n-th injection point of this thread from now fails. */
-static int fail_nth(unsigned int n)
-{
-	char buf[16];
-	int len = snprintf(buf, sizeof(buf), "%u", n);
-
-	return pwrite(nth_fd, buf, len, 0) == len ? 0 : -errno;
-}
-
-/*
- * After the call: did the failure happen? fail-nth reads 0 once it has
- * been injected, the count still to go otherwise; writing 0 disarms it.
- */
-static bool fail_nth_hit(void)
-{
-	char buf[16] = "";
-	bool hit;
-
-	if (pread(nth_fd, buf, sizeof(buf) - 1, 0) <= 0)
-		return false;
-	hit = atoi(buf) == 0;
-	fail_nth(0);
-	return hit;
-}
 
 FIXTURE(fault) {
 	struct unwind_user_sframe exe;	/* this program's section */
@@ -98,8 +43,7 @@ FIXTURE_SETUP(fault)
 	if (err)
 		SKIP(return, "no fault injection (%s): CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS",
 		     strerror(-err));
-	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
-	if (nth_fd < 0)
+	if (fail_nth_open())
 		SKIP(return, "no /proc/thread-self/fail-nth");
 	ASSERT_EQ(0, sym_init());
 	ASSERT_EQ(0, self_sframe(&self->exe));
@@ -112,11 +56,7 @@ FIXTURE_SETUP(fault)
 
 FIXTURE_TEARDOWN(fault)
 {
-	if (nth_fd >= 0) {
-		fail_nth(0);
-		close(nth_fd);
-		nth_fd = -1;
-	}
+	fail_nth_close();
 }
 
 static unsigned long long nr_sections(void)
@@ -209,9 +149,8 @@ TEST_F(fault, exec)
 			close(pipefd[0]);
 			dup2(pipefd[1], 3);
 			/* The inherited file is the parent thread's. */
-			close(nth_fd);
-			nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
-			if (nth_fd < 0 || fail_nth(n))
+			fail_nth_close();
+			if (fail_nth_open() || fail_nth(n))
 				_exit(3);
 			execv("/proc/self/exe", argv);
 			/* exec failed: did the injection cause it? */
@@ -344,8 +283,7 @@ int main(int argc, char **argv)
 		bool section;
 
 		section = !unwind_query(&info) && info.nr_sections;
-		nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
-		if (nth_fd < 0)	/* the failure met open() */
+		if (fail_nth_open())	/* the failure met open() */
 			return section ? EXEC_HIT : EXEC_HIT_NO_SECTION;
 		if (fail_nth_hit())
 			return section ? EXEC_HIT : EXEC_HIT_NO_SECTION;

@@ -65,6 +65,7 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 			if (user && out->nr < MAX_STACKS) {
 				struct ustack *st = &out->s[out->nr++];
 
+				st->misc = 0;
 				st->nr = 0;
 				for (k = 0; k < nr && st->nr < MAX_DEPTH; k++)
 					if (p[3 + k] < (uint64_t)PERF_CONTEXT_MAX)
@@ -82,6 +83,7 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 
 			out->deferred++;
 			st->cookie = p[0];
+			st->misc = hdr.misc;
 			if (nr > MAX_DEPTH)
 				nr = MAX_DEPTH;
 			st->nr = nr;
@@ -171,6 +173,72 @@ int write_text(const char *path, const char *text)
 		n = -errno;
 	close(fd);
 	return n < 0 ? n : n == (ssize_t)len ? 0 : -EIO;
+}
+
+#define DEBUGFS		"/sys/kernel/debug"
+
+/*
+ * The defaults spare sleeping allocations; a stack dump per injected
+ * failure would drown the kernel log the harness reads.
+ */
+int fault_injection_setup(void)
+{
+	static const char *const knobs[][2] = {
+		{ DEBUGFS "/failslab/ignore-gfp-wait", "N" },
+		{ DEBUGFS "/failslab/verbose", "0" },
+		{ DEBUGFS "/fail_page_alloc/ignore-gfp-wait", "N" },
+		{ DEBUGFS "/fail_page_alloc/ignore-gfp-highmem", "N" },
+		{ DEBUGFS "/fail_page_alloc/min-order", "0" },
+		{ DEBUGFS "/fail_page_alloc/verbose", "0" },
+	};
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < ARRAY_SIZE(knobs); i++) {
+		err = write_text(knobs[i][0], knobs[i][1]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* fail-nth of this thread, opened once. */
+static int nth_fd = -1;
+
+int fail_nth_open(void)
+{
+	nth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	return nth_fd < 0 ? -errno : 0;
+}
+
+void fail_nth_close(void)
+{
+	if (nth_fd >= 0) {
+		fail_nth(0);
+		close(nth_fd);
+		nth_fd = -1;
+	}
+}
+
+int fail_nth(unsigned int n)
+{
+	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%u", n);
+
+	return pwrite(nth_fd, buf, len, 0) == len ? 0 : -errno;
+}
+
+/* fail-nth reads 0 once it has been injected, the count still to go otherwise. */
+bool fail_nth_hit(void)
+{
+	char buf[16] = "";
+	bool hit;
+
+	if (pread(nth_fd, buf, sizeof(buf) - 1, 0) <= 0)
+		return false;
+	hit = atoi(buf) == 0;
+	fail_nth(0);
+	return hit;
 }
 
 double now_seconds(void)

@@ -31,6 +31,8 @@
 
 struct ustack {
 	uint64_t cookie;
+	/* header.misc of the deferred record that brought it, 0 otherwise */
+	unsigned int misc;
 	unsigned int nr;
 	uint64_t ip[MAX_DEPTH];
 };
@@ -125,6 +127,19 @@ struct tally {
  */
 struct tally chain_check(const struct stacks *s, const char *const *chain,
 			 int n, const char *root, int verbose);
+
+/*
+ * Fault injection: make /proc/thread-self/fail-nth fail sleeping
+ * allocations of any order too, quietly (0 or -errno: no debugfs knobs).
+ */
+int fault_injection_setup(void);
+/* Open this thread's fail-nth (0 or -errno); close it (disarmed). */
+int fail_nth_open(void);
+void fail_nth_close(void);
+/* The @n-th injection point of this thread from now fails (0: disarm). */
+int fail_nth(unsigned int n);
+/* After the call: did the failure happen? Disarms it. */
+bool fail_nth_hit(void);
 
 /* prctl(PR_UNWIND_USER, UNWIND_USER_QUERY): 0 or -errno. */
 static inline long unwind_query(struct unwind_user_info *info)
