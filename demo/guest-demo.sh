@@ -31,9 +31,16 @@ NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
 # ld.so's sections synthesized from .eh_frame.
 modes="fp sframe nmi dwarf"
 [ -f $D/unwind_user_audit.so ] && modes="$modes audit auditnmi"
+# The interpreter rows: Debian's lua5.4 running interp.lua (its libraries
+# registered by the LD_AUDIT module in both), without and with the module
+# that answers user-assisted unwinding requests with the Lua functions.
+[ -x $D/lua5.4 ] && [ -f $D/unwind_assist.so ] && modes="$modes luaplain lua"
+# DEMO_MODES (demo.env): only these.
+[ -n "${DEMO_MODES:-}" ] && modes=$DEMO_MODES
 audit="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=$D/sframe-cache UNWIND_USER_AUDIT_DEBUG=1"
 for m in $modes; do
 	pre=
+	cmd="$D/imgdemo $secs"
 	case $m in
 	fp)	cg=fp; echo N >$NMI_SFRAME ;;
 	sframe)	cg=fp,defer ;;
@@ -41,11 +48,15 @@ for m in $modes; do
 	dwarf)	cg=dwarf ;;
 	audit)	cg=fp,defer; echo N >$NMI_SFRAME; pre=$audit ;;
 	auditnmi) cg=fp; echo Y >$NMI_SFRAME; pre=$audit ;;
+	luaplain) cg=fp,defer; echo N >$NMI_SFRAME; pre=$audit
+		cmd="$D/lua5.4 $D/interp.lua $secs" ;;
+	lua)	cg=fp,defer; echo N >$NMI_SFRAME; pre="$audit LUA_CPATH=$D/unwind_assist.so UNWIND_ASSIST_DEBUG=1"
+		cmd="$D/lua5.4 -l unwind_assist $D/interp.lua $secs" ;;
 	esac
 	t0=$(date +%s)
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
 	perf record -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
-		-- $pre $D/imgdemo "$secs" >$m.out 2>$m.err
+		-- $pre $cmd >$m.out 2>$m.err
 	rc=$?
 	t1=$(date +%s)
 	# --no-inline: the guest has no addr2line, and perf script dies of
@@ -62,6 +73,13 @@ for m in $modes; do
 	echo "### demo-script $m begin"
 	gzip -c $m.txt | base64
 	echo "### demo-script $m end"
+	# DEMO_KEEP_DATA=1 (demo.env): perf.data and perf maps too, to debug
+	# perf on the host.
+	if [ "${DEMO_KEEP_DATA:-}" = 1 ]; then
+		echo "### demo-data $m begin"
+		tar -cz $m.data perf-*.map 2>/dev/null | base64
+		echo "### demo-data $m end"
+	fi
 	rm -f $m.data $m.txt
 done
 echo "### demo-end"

@@ -27,6 +27,43 @@ MODES = [('fp', 'fp (IRQ-time walker)', '--call-graph fp'),
          ('audit', 'SFrame + LD_AUDIT', '--call-graph fp,defer'),
          ('auditnmi', 'LD_AUDIT (sample time)', '--call-graph fp')]
 
+# The interpreter rows: Debian's lua5.4 running demo/interp.lua, without and
+# with tools/unwind_user/lua's module (user-assisted unwinding).
+LUA_MODES = [('luaplain', 'Lua, kernel walk', '--call-graph fp,defer'),
+             ('lua', 'Lua + unwind_assist', '--call-graph fp,defer')]
+# interp.lua's call graph: each Lua function and its possible callers; the
+# main chunk is named after the file.
+LUA_CALLERS = {'fib': {'fib', 'work'}, 'checksum': {'work'}, 'render': {'work'},
+               'work': {'run'}, 'run': {'interp.lua'}}
+LUA_ROOT = 'interp.lua'
+
+
+def lua_stats(samples):
+    """Of the samples taken while the script ran (from the first to the last
+    that names a Lua function: not the interpreter's start-up, which loads
+    and compiles the script, nor its exit), how many name a Lua function,
+    and how many have Lua frames (first in the stack, as perf puts a task's
+    own frames) that are each called by the next, up to the main chunk.
+    Returns (samples while the script ran, named, right)."""
+    names = set(LUA_CALLERS) | {LUA_ROOT}
+    named_at = [any(f in names for f in perfscript.syms(s)) for s in samples]
+    if True not in named_at:
+        return len(samples), 0, 0
+    first = named_at.index(True)
+    last = len(named_at) - 1 - named_at[::-1].index(True)
+    named = right = 0
+    for s in samples[first:last + 1]:
+        fr = perfscript.syms(s)
+        lua = []
+        for f in fr:
+            if f not in names:
+                break
+            lua.append(f)
+        named += any(f in names for f in fr)
+        right += bool(lua) and lua[-1] == LUA_ROOT and all(
+            lua[i + 1] in LUA_CALLERS.get(lua[i], ()) for i in range(len(lua) - 1))
+    return last + 1 - first, named, right
+
 
 def split_log(path):
     runs, blobs, notes = {}, {}, []
@@ -51,6 +88,9 @@ def split_log(path):
                 m = re.match(r'# (\w+): imgdemo: (\d+) images in ([\d.]+) s', line)
                 if m:
                     runs.setdefault(m.group(1), {})['images'] = m.group(2)
+                m = re.match(r'# (\w+): interp: (\d+) rounds', line)
+                if m:
+                    runs.setdefault(m.group(1), {})['rounds'] = m.group(2)
     texts = {}
     for m, b in blobs.items():
         try:
@@ -189,8 +229,47 @@ def main():
     print('bytes/sample: perf.data size / samples (headers included);')
     print('lost: samples perf record could not keep up with (PERF_RECORD_LOST);')
     print('images: work the workload got done in its fixed time under profiling (TCG: noisy).')
+    lua_rows = [m for m, _, _ in LUA_MODES if m in runs]
+    if lua_rows:
+        print()
+        lh = (f"{'interpreter':<22} {'perf record option':<22} {'samples':>7} {'in script':>9} "
+              f"{'Lua named':>9} {'Lua right':>9} {'bytes/sample':>12} {'lost':>6} {'rounds':>6}")
+        print(lh)
+        print('-' * len(lh))
+    for mode, label, opt in LUA_MODES:
+        if mode not in lua_rows:
+            continue
+        if mode not in texts:
+            print(f'demo: no perf script output for {mode} (see {log})', file=sys.stderr)
+            want.append(mode)
+            continue
+        want.append(mode)
+        with open(os.path.join(outdir, f'{mode}.perf-script.txt'), 'w') as f:
+            f.write(texts[mode])
+        lost = []
+        samples = perfscript.parse(texts[mode], lost)
+        n = len(samples)
+        ns, named, right = lua_stats(samples)
+        nbytes = int(runs[mode].get('bytes', 0))
+        res[mode] = dict(named=pct(named, ns), right=pct(right, ns),
+                         bps=nbytes / n if n else 0.0)
+        fold = perfscript.folded(samples)
+        with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
+            f.write(fold)
+        svg = os.path.join(outdir, f'flamegraph-{mode}.svg')
+        res[mode]['svg'] = (svg, flamegraph(fold, f'lua5.4 interp.lua, {label}: {opt} ({n} samples)', svg))
+        print(f"{label:<22} {opt:<22} {n:>7} {ns:>9} {res[mode]['named']:>8.1f}% "
+              f"{res[mode]['right']:>8.1f}% {res[mode]['bps']:>12.0f} {sum(lost):>6} "
+              f"{runs[mode].get('rounds', '?'):>6}")
+    if lua_rows:
+        print()
+        print('in script: samples from the first to the last that names a Lua function '
+              '(not the interpreter\'s start-up and exit);')
+        print('Lua named: of those, share with a Lua function of interp.lua in the stack;')
+        print('Lua right: of those, share whose Lua frames are each called by the next, up to the main chunk;')
+        print('rounds: work the script got done in its fixed time under profiling (TCG: noisy).')
     print()
-    for mode, _, _ in MODES:
+    for mode, _, _ in MODES + LUA_MODES:
         if mode in res:
             svg, how = res[mode]['svg']
             print(f'demo: flame graph {mode}: {svg} ({how})')
@@ -210,6 +289,10 @@ def main():
           '(plain --call-graph fp, same registration) dwarf=%s' % (
               g('auditnmi', 'main', '%.1f%%'), g('auditnmi', 'bps', '%.0f'),
               g('dwarf', 'main', '%.1f%%')))
+    print('demo: interpreter lua_right=%s lua_named=%s without_module_named=%s bytes_per_sample=%s '
+          '(lua5.4 -l unwind_assist, --call-graph fp,defer)' % (
+              g('lua', 'right', '%.1f%%'), g('lua', 'named', '%.1f%%'),
+              g('luaplain', 'named', '%.1f%%'), g('lua', 'bps', '%.0f')))
     return 0 if all(m in res for m in want) else 1
 
 

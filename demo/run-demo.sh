@@ -9,7 +9,8 @@
 #   OUTDIR gets guest/ (the initramfs tree), run/ (console.log, results.log),
 #   the flame graphs, the perf script outputs and report.txt.
 # Environment: DEMO_SECONDS, seconds the workload runs per profile (8);
-# DEMO_FREQ, perf record -F (4000).
+# DEMO_FREQ, perf record -F (4000); DEMO_MODES, only these rows (e.g. "lua");
+# DEMO_KEEP_DATA=1, also perf.data and perf maps in results.log.
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,10 +39,23 @@ install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
 make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$G/" KHDR_INCLUDES="-I$REPO/include/uapi"
 (cd "$REPO/tools/unwind_user/sframe_synth" && cargo build --release -q)
 LIBS=(/lib/x86_64-linux-gnu/libc.so.6 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)
+# The interpreter rows: Debian's lua5.4, its libraries' sections too, and
+# the module that answers user-assisted unwinding requests, built against
+# Debian's source of the same Lua (cached in $KBUILD_DIR/lua-src).
+if [ -x /usr/bin/lua5.4 ]; then
+	cp /usr/bin/lua5.4 "$G/lua5.4"
+	install -m 644 "$HERE/interp.lua" "$G/interp.lua"
+	make -s -C "$REPO/tools/unwind_user/lua" OUTPUT="$G/" \
+		LUA_DIR="$(dirname "$OUT")/lua-src" KHDR_INCLUDES="-I$REPO/include/uapi"
+	LIBS+=(/usr/bin/lua5.4 $(ldd /usr/bin/lua5.4 | grep -o '/lib/x86_64-linux-gnu/lib[^ ]*'))
+fi
+SYNTH=("${LIBS[@]}")
+[ -f "$G/unwind_assist.so" ] && SYNTH+=("$G/unwind_assist.so")
 "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" \
-	--cache "$G/sframe-cache" "${LIBS[@]}" >/dev/null
-printf '%s\n' "${LIBS[@]}" >"$G/extra-libs"
-printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\n" "${DEMO_SECONDS:-8}" "${DEMO_FREQ:-4000}" >"$G/demo.env"
+	--cache "$G/sframe-cache" "${SYNTH[@]}" >/dev/null
+printf '%s\n' "${LIBS[@]}" | grep -v '^/usr/bin/' >"$G/extra-libs"
+printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\nDEMO_MODES='%s'\nDEMO_KEEP_DATA=%s\n" "${DEMO_SECONDS:-8}" \
+	"${DEMO_FREQ:-4000}" "${DEMO_MODES:-}" "${DEMO_KEEP_DATA:-}" >"$G/demo.env"
 "$REPO/harness/mkinitramfs.sh" "$OUT/guest" "$OUT/initramfs.cpio.gz"
 
 start=$(date +%s)

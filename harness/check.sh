@@ -122,6 +122,16 @@ echo $? >"$LOGS/demo/rc"
 	else
 		echo "not ok 3 perf script, plain -g: ${r#not ok - }"
 	fi
+	# User-assisted unwinding: Debian's lua5.4 with tools/unwind_user/lua's
+	# module; its Lua functions, in calling order, above the kernel's walk,
+	# in most samples (a few land in start-up and exit), none without it.
+	r=$(grep '^demo: interpreter' "$LOGS/demo.log" || echo "no interpreter rows")
+	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] + 0 } }
+		END { exit !(v["lua_right"] >= 90 && v["without_module_named"] == 0) }'; then
+		echo "ok 4 perf script names the Lua functions: ${r#demo: interpreter }"
+	else
+		echo "not ok 4 perf script, Lua: ${r#demo: }"
+	fi
 } >"$LOGS/perf.log"
 
 # 5. One summary.

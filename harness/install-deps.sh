@@ -28,6 +28,9 @@ APT_PKGS=(
 	# tools/testing/vma, the mm's user-space VMA tests (the registry's
 	# munmap hook has a stub there).
 	liburcu-dev
+	# The demo's interpreter rows (also in make check): Debian's Lua 5.4,
+	# and curl for its source package (tools/unwind_user/lua).
+	lua5.4 curl
 )
 [ "${1:-}" = fresh-root ] && APT_PKGS+=(debootstrap)
 # virtme-ng runs on Debian's python3 in a venv. Its guest init starts the

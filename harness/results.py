@@ -206,7 +206,7 @@ def main():
     lint = read(os.path.join(logs, "lint.log")) or ["not ok 1 no lint.log"]
     suites = (host_tests(logs) + [flat_tap("series: git am + checkpatch", series),
                                   flat_tap("lint: rustfmt, clippy (host and kernel)", lint)]
-              + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer and fp", perf),
+              + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer and fp; Lua frames", perf),
                                clean_log("perf guest: clean log",
                                          os.path.join(logs, "demo", "run", "console.log"))])
     tp, tf, _ = summary(suites)
