@@ -457,19 +457,14 @@ fn prctl_assist_submit(ptr: c_ulong, size: c_ulong) -> Result {
     if nr > u32::from(assist.max_entries) {
         return Err(E2BIG);
     }
-    let n = nr as usize;
-    let len = n.checked_mul(8).ok_or(E2BIG)?;
-    let mut bytes = KVec::from_elem(0u8, len, registry::gfp())?;
+    // The ABI's entries are `__u64`, read straight into the C side's array.
+    const _: () = assert!(core::mem::size_of::<c_ulong>() == 8);
+    let mut frames = KVec::<c_ulong>::from_elem(0, nr as usize, registry::gfp())?;
+    let buf = frames.as_mut_slice().as_mut_bytes();
     let entries = usize::try_from(entries).map_err(|_| EFAULT)?;
-    UserSlice::new(UserPtr::from_addr(entries), len)
+    UserSlice::new(UserPtr::from_addr(entries), buf.len())
         .reader()
-        .read_slice(&mut bytes)?;
-    let mut frames = KVec::<c_ulong>::with_capacity(n, registry::gfp())?;
-    for chunk in bytes.chunks_exact(8) {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(chunk);
-        frames.push(u64::from_ne_bytes(w) as c_ulong, registry::gfp())?;
-    }
+        .read_slice(buf)?;
     // SAFETY: `frames` holds `nr` entries and outlives the call, which only
     // reads them.
     let r = unsafe { bindings::unwind_deferred_assist_submit(cookie, frames.as_mut_ptr(), nr) };
