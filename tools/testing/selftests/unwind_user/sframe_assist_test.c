@@ -281,6 +281,19 @@ static void run_sampled(double seconds)
 	run_sampled_at(seconds, 500);
 }
 
+/* Opted in, the handler in @m: run the interpreter sampled, opt out. */
+static long run_assisted(enum mode m, double seconds)
+{
+	long r;
+
+	mode = m;
+	r = assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS);
+	if (r)
+		return r;
+	run_sampled(seconds);
+	return assist_enable(0, 0, 0);
+}
+
 /* Is @a, innermost first, a stack the interpreter can have? */
 static bool right_order(const struct ustack *a)
 {
@@ -320,9 +333,7 @@ TEST(assist_names_in_order)
 	int in_vm = 0, right = 0, missing = 0, native = 0, shown = 0;
 
 	setup();
-	ASSERT_EQ(0, assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS));
-	run_sampled(3.0);
-	ASSERT_EQ(0, assist_enable(0, 0, 0));
+	ASSERT_EQ(0, run_assisted(M_ANSWER, 3.0));
 
 	for (unsigned int i = 0; i < stacks.nr; i++) {
 		const struct ustack *st = &stacks.s[i], *a;
@@ -362,10 +373,7 @@ TEST(assist_names_in_order)
 TEST(assist_refused_answers)
 {
 	setup();
-	mode = M_REFUSALS;
-	ASSERT_EQ(0, assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS));
-	run_sampled(0.5);
-	ASSERT_EQ(0, assist_enable(0, 0, 0));
+	ASSERT_EQ(0, run_assisted(M_REFUSALS, 0.5));
 	ASSERT_EQ(4, nr_errs);
 	EXPECT_EQ(ESTALE, errs[0]);	/* not the pending cookie */
 	EXPECT_EQ(E2BIG, errs[1]);	/* more than max_entries */
@@ -379,10 +387,7 @@ TEST(assist_refused_answers)
 TEST(assist_late_answer)
 {
 	setup();
-	mode = M_LATE;
-	ASSERT_EQ(0, assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS));
-	run_sampled(0.5);
-	ASSERT_EQ(0, assist_enable(0, 0, 0));
+	ASSERT_EQ(0, run_assisted(M_LATE, 0.5));
 	ASSERT_EQ(2, nr_errs);
 	EXPECT_EQ(ETIMEDOUT, errs[0]);	/* after the deadline */
 	EXPECT_EQ(ENOENT, errs[1]);	/* the request is gone */
@@ -475,10 +480,7 @@ TEST(assist_submit_fail_nth)
 	setup();
 	if (getuid() || fault_injection_setup() || fail_nth_open())
 		SKIP(return, "no fault injection (root, CONFIG_FAULT_INJECTION_DEBUG_FS, CONFIG_FAILSLAB)");
-	mode = M_FAIL_NTH;
-	ASSERT_EQ(0, assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS));
-	run_sampled(0.5);
-	ASSERT_EQ(0, assist_enable(0, 0, 0));
+	ASSERT_EQ(0, run_assisted(M_FAIL_NTH, 0.5));
 	fail_nth_close();
 	printf("# submit: %d injection points failed with ENOMEM, then %d\n", nomem, nomem_end);
 	EXPECT_GE(nomem, 1);
