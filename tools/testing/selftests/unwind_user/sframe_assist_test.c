@@ -16,10 +16,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/perf_event.h>
 
 #include "../kselftest_harness.h"
 #include "unwind_user_test.h"
@@ -205,6 +207,12 @@ static void on_assist(int sig, siginfo_t *si, void *uc)
 	case M_LATE:
 		if (nr_errs)
 			break;
+		/*
+		 * No sample from here on: once this request has expired, one
+		 * would make a new one, and the late answer would get ESTALE
+		 * (another cookie pending) instead.
+		 */
+		ioctl(sampling_fd, PERF_EVENT_IOC_DISABLE, 0);
 		nanosleep(&(struct timespec){ .tv_nsec = (TIMEOUT_MS + 100) * 1000000L },
 			  NULL);
 		note_err(submit(cookie, e, n));

@@ -96,6 +96,9 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 /* Set by sample_stacks_sync(): take the callchains of the samples. */
 static bool at_sample_time;
 
+/* The event sample_stacks() samples with while it runs, else -1. */
+int sampling_fd = -1;
+
 /*
  * The tests' call chains end at this frame (whichever helper they used),
  * so it must not be inlined.
@@ -140,9 +143,11 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 		close(fd);
 		return -errno;
 	}
+	sampling_fd = fd;
 	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 	work(arg);
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	sampling_fd = -1;
 	drain(meta, (char *)meta + psz, RING_PAGES * psz, out);
 	munmap(meta, len);
 	close(fd);

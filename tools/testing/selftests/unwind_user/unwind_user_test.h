@@ -58,6 +58,8 @@ struct stacks {
  * deferred records). Returns 0 or -errno.
  */
 int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out);
+/* sample_stacks()'s event while it runs (a handler may disable it), else -1 */
+extern int sampling_fd;
 /*
  * The same without deferral: the user stacks are the callchains of the
  * samples themselves, taken at IRQ/NMI time by perf_callchain_user().
