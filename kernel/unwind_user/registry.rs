@@ -170,8 +170,9 @@ pub(crate) struct CachedRule {
 pub(crate) enum Cached {
     /// The frame's rule.
     Rule(CachedRule),
-    /// No registration covers the PC (nor is it the signal trampoline): the
-    /// frame-pointer rule gets the frame.
+    /// No row describes the PC, or its row leaves the frame to the frame
+    /// pointer (and the PC is not the signal trampoline): the frame-pointer
+    /// rule gets the frame.
     FramePointer,
 }
 
@@ -197,7 +198,9 @@ pub(crate) enum Cached {
 /// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
 /// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
 /// means [`Cached::FramePointer`]. A rule that does not fit is not cached;
-/// a PC above 2^47 is not cached.
+/// a PC below the first page or above 2^47 is not cached. An empty slot
+/// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
+/// the step gives such a PC anyway: the probe need not check for it.
 pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
 
 impl RuleCache {
@@ -212,13 +215,17 @@ impl RuleCache {
     }
 
     /// The key of `pc` (`adj`: a return address minus one) in generation
-    /// `gen`; `None` for a PC the cache does not hold.
+    /// `gen`, in place (bits 63-16; the rule's bits clear); `None` for a PC
+    /// above 2^47, which the cache does not hold.
+    #[inline(always)]
     fn key(pc: usize, adj: bool, gen: u64) -> Option<u64> {
         let pc = pc as u64;
-        if pc >> 47 != 0 || pc < 4096 {
+        if pc >> 47 != 0 {
             return None;
         }
-        Some((pc >> 7) << 8 | (SframeMm::gen_tag(gen) & 0x7f) << 1 | u64::from(adj))
+        // The generation's low 7 bits are bits 7-1 of its word (bit 0
+        // says whether anything is registered).
+        Some(((pc & !0x7f) << 1 | gen & 0xfe | u64::from(adj)) << 16)
     }
 
     /// The ways of the set of `pc`, first to last.
@@ -227,20 +234,36 @@ impl RuleCache {
         self.0.get(i..i + Self::WAYS).unwrap_or(&[])
     }
 
-    /// The set of `pc`: its low 7 bits mixed with a hash of the rest, which
-    /// the key holds, so that the set and the key give back the whole PC.
+    /// The set of `pc`: its low 7 bits xor the next 7, which the key holds,
+    /// so that the set and the key give back the whole PC. Return addresses
+    /// differ in their low bits; folding in the next ones keeps those of
+    /// functions 128 bytes apart out of one set.
     pub(crate) fn set(pc: usize) -> usize {
-        let pc = pc as u64;
-        ((pc ^ (pc >> 7).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 57) & 0x7f) as usize
+        (pc ^ pc >> 7) & 0x7f
     }
 
+    /// Reads a slot as `READ_ONCE()` does, in line. [`Atomic::load`] calls
+    /// an out-of-line C helper, `atomic64_read()`, and a probe of up to four
+    /// of them is most of what a cached frame costs: each call makes the
+    /// step save and restore the registers it lives in.
+    #[inline(always)]
+    fn read(slot: &Atomic<u64>) -> u64 {
+        // SAFETY: `slot.as_ptr()` is valid and aligned for a `u64` as long
+        // as `slot` lives. The unwinder builds for x86-64 only, where an
+        // aligned 8-byte volatile load is one `mov`, atomic against the
+        // writers, which store whole words with `Atomic::store()`
+        // (`WRITE_ONCE()`): this is `READ_ONCE()`, as in `File::flags()`.
+        unsafe { slot.as_ptr().read_volatile() }
+    }
+
+    #[inline(always)]
     pub(crate) fn get(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
         let key = Self::key(pc, adj, gen)?;
         let w = self
             .ways(pc)
             .iter()
-            .map(|way| way.load(Relaxed))
-            .find(|w| w >> 16 == key)?;
+            .map(Self::read)
+            .find(|&w| w ^ key < 1 << 16)?;
         if w & 0xffff == 0 {
             return Some(Cached::FramePointer);
         }
@@ -271,17 +294,17 @@ impl RuleCache {
                 cfa << 7 | fp << 1 | u64::from(r.use_fp)
             }
         };
-        let Some(key) = Self::key(pc, adj, gen) else {
+        let Some(key) = Self::key(pc, adj, gen).filter(|_| pc >= 4096) else {
             return;
         };
         // The new entry goes first; the ones before its old place (or all
         // but the last) move one way down. Racing writers may lose an entry
         // or store one twice: either only costs a later lookup.
-        let mut carry = key << 16 | rule;
+        let mut carry = key | rule;
         for way in self.ways(pc) {
             let old = way.load(Relaxed);
             way.store(carry, Relaxed);
-            if old >> 16 == key {
+            if old ^ key < 1 << 16 {
                 break;
             }
             carry = old;
@@ -597,11 +620,6 @@ impl SframeMm {
         self.gen.load(Acquire)
     }
 
-    /// The generation a word holds: what the cache tags entries with.
-    fn gen_tag(gen: u64) -> u64 {
-        gen >> 1
-    }
-
     /// Starts a new generation, with `registered` in bit 0 (`None`: as it
     /// was): no walk that starts later takes a rule cached before, and the
     /// cache is emptied for them.
@@ -748,6 +766,7 @@ impl SframeMm {
     }
 
     /// The rule cache, read without a lock.
+    #[inline(always)]
     pub(crate) fn cached(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
         self.cache.get(pc, adj, gen)
     }

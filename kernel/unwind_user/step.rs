@@ -10,7 +10,7 @@ use crate::registry::{Cached, CachedRule, Counters, Found, Section, SframeMm};
 use kernel::{
     bindings,
     error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
-    ffi::c_ulong,
+    ffi::{c_int, c_ulong},
     prelude::*,
     uaccess::{UserPtr, UserSlice},
 };
@@ -217,7 +217,7 @@ fn keeps_fp(row: &Row) -> bool {
 }
 
 /// What one step did.
-pub(crate) enum Step {
+enum Step {
     /// `frame` describes the frame; the generic step applies it.
     Frame,
     /// The frame was a signal frame: `state` now holds the interrupted
@@ -261,9 +261,11 @@ fn unwind_signal_frame(state: &mut bindings::unwind_user_state, mem: UserMem) ->
 }
 
 /// Counts one outcome of this walk (the `sframe_*` counts of the state,
-/// added to the address space's counters by [`done`]).
+/// added to the address space's counters by [`done`]). A walk takes at most
+/// a few hundred steps (as many as the trace it fills holds), so a count
+/// never wraps.
 fn bump(n: &mut u16) {
-    *n = n.saturating_add(1);
+    *n = n.wrapping_add(1);
 }
 
 /// Adds this walk's counts to the address space's counters, once, at the
@@ -271,8 +273,9 @@ fn bump(n: &mut u16) {
 /// cache line every thread of the process shares.
 pub(crate) fn done(mm: &SframeMm, state: &bindings::unwind_user_state) {
     let c = &mm.counters;
+    let frames = u32::from(state.sframe_frames) + u32::from(state.sframe_cached);
+    Counters::add(&c.sframe_frames, frames);
     let counts = [
-        (&c.sframe_frames, state.sframe_frames),
         (&c.fp_fallbacks, state.sframe_fallbacks),
         (&c.errors, state.sframe_errors),
         (&c.nofault_faults, state.sframe_faults),
@@ -284,7 +287,7 @@ pub(crate) fn done(mm: &SframeMm, state: &bindings::unwind_user_state) {
     Counters::add(&c.section_reads, state.sframe_reads);
     Counters::add(&c.section_bytes, state.sframe_bytes);
     if state.nofault {
-        Counters::add(&c.nofault_frames, state.sframe_frames);
+        Counters::add(&c.nofault_frames, frames);
     }
 }
 
@@ -356,32 +359,37 @@ fn read_row(
 }
 
 /// One SFrame step for the current task: describes the frame at
-/// `state->ip` in `frame`, or steps over a signal frame.
+/// `state->ip` in `frame`, or steps over a signal frame. Returns what
+/// `unwind_user_sframe_next()` returns to C: 0 with `frame` filled in, 1
+/// after a signal frame, or a negative errno.
 ///
-/// Returns `ENOENT` when no section covers the IP, or when the row cannot be
+/// `-ENOENT` when no section covers the IP, or when the row cannot be
 /// expressed but says the function keeps a frame pointer: the caller falls
 /// back to the frame-pointer rule for this frame. Any other error ends the
-/// walk, since the code was built without frame pointers: `EINVAL` when
+/// walk, since the code was built without frame pointers: `-EINVAL` when
 /// the row cannot be expressed or the section turned out malformed (the
-/// registration is then dropped), `EFAULT` when the section could not be
-/// read, `E2BIG` when the walk has read as much of its sections as it may.
+/// registration is then dropped), `-EFAULT` when the section could not be
+/// read, `-E2BIG` when the walk has read as much of its sections as it may.
+///
+/// A PC seen before is answered here, from the rule cache, with no call:
+/// that is the steady state of a profiled process, and what keeps a step
+/// near the cost of the frame-pointer step. Anything else is left to
+/// [`next_uncached`], out of line, so that this path saves no register.
+#[inline(always)]
 pub(crate) fn next(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
-) -> Result<Step> {
+) -> c_int {
     // A caller's IP is a return address, which may be the first byte after
     // the function (a call to a noreturn function): look up the call. The
     // top frame's IP, and one a signal interrupted, are exact.
     let adj = !(state.topmost || state.interrupted);
-    let Some(pc) = state.ip.checked_sub(usize::from(adj)) else {
-        bump(&mut state.sframe_fallbacks);
-        return Err(ENOENT);
-    };
-    // Seen before: no search, no read of the section.
+    // The cache holds no PC below the first page: one that wrapped is
+    // refused by the lookup.
+    let pc = state.ip.wrapping_sub(usize::from(adj));
     match mm.cached(pc, adj, state.sframe_gen) {
         Some(Cached::Rule(r)) => {
-            bump(&mut state.sframe_frames);
             bump(&mut state.sframe_cached);
             *frame = bindings::unwind_user_frame {
                 cfa_off: r.cfa_off,
@@ -390,13 +398,45 @@ pub(crate) fn next(
                 use_fp: r.use_fp,
                 outermost: false,
             };
-            return Ok(Step::Frame);
+            0
         }
         Some(Cached::FramePointer) => {
             bump(&mut state.sframe_fallbacks);
-            return Err(ENOENT);
+            ENOENT.to_errno()
         }
-        None => {}
+        None => next_uncached(mm, state, frame, pc, adj),
+    }
+}
+
+/// [`next`] for a PC the rule cache does not hold: looks it up in the
+/// registry and its section, and caches what it found.
+#[inline(never)]
+fn next_uncached(
+    mm: &SframeMm,
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+    pc: usize,
+    adj: bool,
+) -> c_int {
+    match lookup_step(mm, state, frame, pc, adj) {
+        Ok(Step::Frame) => 0,
+        Ok(Step::Signal) => 1,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// What [`next_uncached`] does, with `?`: the registry's and the section's
+/// answer for `pc`.
+fn lookup_step(
+    mm: &SframeMm,
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+    pc: usize,
+    adj: bool,
+) -> Result<Step> {
+    if pc < kernel::page::PAGE_SIZE {
+        bump(&mut state.sframe_fallbacks);
+        return Err(ENOENT);
     }
     let lookup = mm.lookup(pc);
     // A walk that meets a newer generation goes on with it: its rules are
@@ -447,9 +487,7 @@ pub(crate) fn next(
         // has the CFA on a frame pointer the function set up: the
         // frame-pointer rule gets the frame.
         None if row.as_ref().is_none_or(keeps_fp) => {
-            if found.is_none() {
-                remember(Cached::FramePointer);
-            }
+            remember(Cached::FramePointer);
             bump(&mut state.sframe_fallbacks);
             Err(ENOENT)
         }

@@ -586,11 +586,7 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     let Some(smm) = (unsafe { walk_registry(state) }) else {
         return ENOENT.to_errno();
     };
-    match step::next(smm, state, frame) {
-        Ok(step::Step::Frame) => 0,
-        Ok(step::Step::Signal) => 1,
-        Err(e) => e.to_errno(),
-    }
+    step::next(smm, state, frame)
 }
 
 /// Ends a walk that `unwind_user_sframe_next()` took part in: adds its
