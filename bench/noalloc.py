@@ -43,7 +43,7 @@ STOP = re.compile(
     r'__list_(add|del)_valid_or_report|preempt_schedule|__schedule|schedule$|'
     r'_?_cond_resched)'
     r'|call_printk|9panicking|rust_panic|rust_begin_unwind|panic_fmt')
-CALL = re.compile(r'\s(call|jmp)\s+([0-9a-f]+) <')
+CALL = re.compile(r'\s(call|j[a-z]+)\s+([0-9a-f]+) <')
 INDIRECT = re.compile(r'\s(call|jmp)\s+\*|__x86_indirect_thunk')
 
 
