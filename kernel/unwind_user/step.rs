@@ -154,10 +154,10 @@ impl sframe::Reader for UserReader {
 /// Opens `s` for reading through `reader`, to validate it at registration.
 /// Only sections for this architecture's ABI, with the return address
 /// where its ABI puts it, are unwound with.
-pub(crate) fn open<'a>(
+pub(crate) fn open<R: sframe::Reader>(
     s: &Section,
-    reader: &'a mut UserReader,
-) -> core::result::Result<sframe::Section<&'a mut UserReader>, SfError> {
+    reader: R,
+) -> core::result::Result<sframe::Section<R>, SfError> {
     let sec = sframe::Section::new(reader, s.sframe_len, s.sframe_addr as u64)?;
     let hdr = sec.header();
     match hdr.abi {
@@ -381,13 +381,7 @@ pub(crate) fn next(
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
-    // A caller's IP is a return address, which may be the first byte after
-    // the function (a call to a noreturn function): look up the call. The
-    // top frame's IP, and one a signal interrupted, are exact.
-    let adj = !(state.topmost || state.interrupted);
-    // The cache holds no PC below the first page: one that wrapped is
-    // refused by the lookup.
-    let pc = state.ip.wrapping_sub(usize::from(adj));
+    let (pc, adj) = lookup_pc(state);
     match mm.cached(pc, adj, state.sframe_gen) {
         Some(Cached::Rule(r)) => {
             bump(&mut state.sframe_cached);
@@ -404,20 +398,33 @@ pub(crate) fn next(
             bump(&mut state.sframe_fallbacks);
             ENOENT.to_errno()
         }
-        None => next_uncached(mm, state, frame, pc, adj),
+        None => next_uncached(mm, state, frame),
     }
 }
 
+/// The PC to look `state->ip` up at, and whether it is a return address
+/// minus one. A caller's IP is a return address, which may be the first
+/// byte after the function (a call to a noreturn function): look up the
+/// call. The top frame's IP, and one a signal interrupted, are exact. The
+/// cache holds no PC below the first page: one that wrapped is refused by
+/// the lookup.
+#[inline(always)]
+fn lookup_pc(state: &bindings::unwind_user_state) -> (usize, bool) {
+    let adj = !(state.topmost || state.interrupted);
+    (state.ip.wrapping_sub(usize::from(adj)), adj)
+}
+
 /// [`next`] for a PC the rule cache does not hold: looks it up in the
-/// registry and its section, and caches what it found.
+/// registry and its section, and caches what it found. It finds the PC
+/// again rather than take it from [`next`]: fewer values live across the
+/// cache probe leave it registers enough to save none.
 #[inline(never)]
 fn next_uncached(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
-    pc: usize,
-    adj: bool,
 ) -> c_int {
+    let (pc, adj) = lookup_pc(state);
     match lookup_step(mm, state, frame, pc, adj) {
         Ok(Step::Frame) => 0,
         Ok(Step::Signal) => 1,
