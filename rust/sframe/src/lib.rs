@@ -58,7 +58,7 @@ mod section;
 mod types;
 
 pub use error::Error;
-pub use reader::Reader;
+pub use reader::{Blocks, Reader};
 pub use section::{FreMark, Section};
 pub use types::{
     Abi, Base, CfaRule, Fde, FdeType, FreType, Header, PackedFde, PcType, RawFre, RegRule, Row,

@@ -43,6 +43,111 @@ impl<R: Reader + ?Sized> Reader for &mut R {
     }
 }
 
+/// A reader that reads through another in blocks kept in a caller's buffer:
+/// for a pass over a whole section (validation at registration), which
+/// otherwise makes several small reads a function, each a user copy with
+/// its fixed cost.
+///
+/// The buffer is split in two blocks, replaced in turn on a miss: a pass
+/// reads the FDE table and the FREs as two streams, and each keeps a block.
+/// A read no block holds, no larger than a block, refills one from its
+/// offset; a larger read goes to the inner reader. Blocks never extend past
+/// the section length given, so they read nothing the decoder would not.
+pub struct Blocks<'a, R> {
+    inner: R,
+    buf: &'a mut [u8],
+    /// Section length: where blocks stop.
+    len: u32,
+    /// Offset and length of each block's bytes (length 0: empty).
+    held: [(u32, u32); 2],
+    /// The block a miss replaces: the one not used last.
+    next: usize,
+}
+
+impl<R> core::fmt::Debug for Blocks<'_, R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Blocks")
+            .field("len", &self.len)
+            .field("held", &self.held)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, R: Reader> Blocks<'a, R> {
+    /// Reads the `len` bytes of a section through `inner`, in blocks of
+    /// half of `buf`.
+    pub fn new(inner: R, buf: &'a mut [u8], len: u32) -> Self {
+        Blocks {
+            inner,
+            buf,
+            len,
+            held: [(0, 0); 2],
+            next: 0,
+        }
+    }
+
+    /// The reader blocks are read through.
+    pub fn inner(&mut self) -> &mut R {
+        &mut self.inner
+    }
+
+    fn block_size(&self) -> usize {
+        (self.buf.len() / 2).min(usize::try_from(u32::MAX).unwrap_or(usize::MAX))
+    }
+
+    /// Where in `buf` block `k`'s bytes `rel..rel + n` are.
+    fn span(&self, k: usize, rel: u32, n: u32) -> Option<core::ops::Range<usize>> {
+        let from = k
+            .checked_mul(self.block_size())?
+            .checked_add(usize::try_from(rel).ok()?)?;
+        Some(from..from.checked_add(usize::try_from(n).ok()?)?)
+    }
+
+    /// Block `k`'s bytes from section offset `off` for `n` bytes, if it
+    /// holds them.
+    fn held(&self, k: usize, off: u32, n: u32) -> Option<&[u8]> {
+        let (start, len) = *self.held.get(k)?;
+        let rel = off.checked_sub(start)?;
+        if rel.checked_add(n)? > len {
+            return None;
+        }
+        self.buf.get(self.span(k, rel, n)?)
+    }
+}
+
+impl<R: Reader> Reader for Blocks<'_, R> {
+    fn read(&mut self, offset: u32, out: &mut [u8]) -> Result<(), Error> {
+        let n = u32::try_from(out.len()).map_err(|_| Error::Read)?;
+        for k in 0..self.held.len() {
+            if let Some(b) = self.held(k, offset, n) {
+                out.copy_from_slice(b);
+                self.next = k ^ 1;
+                return Ok(());
+            }
+        }
+        let size = u32::try_from(self.block_size()).map_err(|_| Error::Read)?;
+        if n > size {
+            return self.inner.read(offset, out);
+        }
+        let left = self
+            .len
+            .checked_sub(offset)
+            .filter(|&left| left >= n)
+            .ok_or(Error::Read)?;
+        let k = self.next;
+        let fill = size.min(left);
+        let span = self.span(k, 0, fill).ok_or(Error::Read)?;
+        // Empty until the read succeeds: a failed one leaves nothing held.
+        *self.held.get_mut(k).ok_or(Error::Read)? = (0, 0);
+        self.inner
+            .read(offset, self.buf.get_mut(span).ok_or(Error::Read)?)?;
+        *self.held.get_mut(k).ok_or(Error::Read)? = (offset, fill);
+        out.copy_from_slice(self.held(k, offset, n).ok_or(Error::Read)?);
+        self.next = k ^ 1;
+        Ok(())
+    }
+}
+
 /// Size of the read-ahead window used when walking FREs. One window holds the
 /// V3 attribute record and the first few FREs of a typical function, so a
 /// lookup usually costs one read for the FREs.
