@@ -294,7 +294,7 @@ impl RuleCache {
                 cfa << 7 | fp << 1 | u64::from(r.use_fp)
             }
         };
-        let Some(key) = Self::key(pc, adj, gen).filter(|_| pc >= 4096) else {
+        let Some(key) = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE) else {
             return;
         };
         // The new entry goes first; the ones before its old place (or all
