@@ -20,22 +20,26 @@
  * left unregistered and the program runs as it would without the module.
  * It reads the object's file with plain system calls, allocates nothing
  * and keeps its state in a fixed table.
+ *
+ * It needs no libc: ld.so would load and relocate a second copy of libc,
+ * and run its initialization, for an audit module that does (audit modules
+ * live in a namespace of their own), which was most of what the module
+ * added to a program's start-up. It makes its system calls itself and
+ * links only to ld.so, for __libc_stack_end (the initial stack: the
+ * environment and the auxiliary vector).
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE	/* <link.h>: Lmid_t, LAV_CURRENT */
 #include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/auxv.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <sys/stat.h>	/* struct stat: the kernel's on x86_64 */
+#include <asm/unistd.h>
+#include <linux/auxvec.h>
+#include <linux/errno.h>
+#include <linux/fcntl.h>
+#include <linux/mman.h>
 #include <linux/prctl.h>
 #include <linux/unwind_user.h>
 
@@ -59,6 +63,120 @@
 #define MAX_SECTION	(64 << 20)
 
 #define EXPORT	__attribute__((visibility("default")))
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+/*
+ * The C library's few pieces the module needs, without it. A call the
+ * compiler makes to the C library (memcpy() for a large copy, say) fails
+ * the link (--no-undefined): none must creep in.
+ */
+
+static void copy_bytes(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	while (n--)
+		*d++ = *s++;
+}
+
+static bool bytes_equal(const void *a, const void *b, size_t n)
+{
+	const unsigned char *x = a, *y = b;
+
+	while (n--)
+		if (*x++ != *y++)
+			return false;
+	return true;
+}
+
+static size_t str_len(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n])
+		n++;
+	return n;
+}
+
+/* A system call: its result, or -errno. */
+static long sys(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8),
+			   "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static int sys_open(const char *path)
+{
+	return sys(__NR_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0,
+		   0);
+}
+
+static void sys_close(int fd)
+{
+	sys(__NR_close, fd, 0, 0, 0, 0, 0);
+}
+
+static long sys_prctl(long option, long a, long b, long c)
+{
+	return sys(__NR_prctl, option, a, b, c, 0, 0);
+}
+
+static void sys_munmap(void *addr, size_t len)
+{
+	sys(__NR_munmap, (long)addr, len, 0, 0, 0, 0);
+}
+
+/*
+ * ld.so's pointer to the stack the program started with: argc, argv[],
+ * NULL, envp[], NULL, the auxiliary vector (the x86_64 ABI; ld.so moves
+ * them down together when it is run as a command).
+ */
+extern void *__libc_stack_end;
+
+static char **initial_env(void)
+{
+	long *sp = __libc_stack_end;
+
+	return sp ? (char **)(sp + 1 + *sp + 1) : NULL;
+}
+
+/* The value of the environment variable @name, or NULL. */
+static const char *env(const char *name)
+{
+	size_t n = str_len(name);
+	char **e = initial_env();
+
+	for (; e && *e; e++)
+		if (bytes_equal(*e, name, n) && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+/* The auxiliary vector's entry @type, or 0. */
+static unsigned long auxval(unsigned long type)
+{
+	char **e = initial_env();
+	unsigned long *av;
+
+	if (!e)
+		return 0;
+	while (*e)
+		e++;
+	for (av = (unsigned long *)(e + 1); av[0] != AT_NULL; av += 2)
+		if (av[0] == type)
+			return av[1];
+	return 0;
+}
 
 /* What la_objclose() undoes: one registration of ours. */
 struct reg {
@@ -84,32 +202,80 @@ struct object {
 	uint64_t build_id_vaddr;
 };
 
-static void report(const struct object *o, const char *what, int err)
-{
+/* One line of a report, cut at its end. */
+struct line {
 	char buf[512];
-	int n;
+	size_t len;
+};
+
+static void put(struct line *l, const char *s)
+{
+	while (*s && l->len < sizeof(l->buf) - 1)
+		l->buf[l->len++] = *s++;
+}
+
+static void put_num(struct line *l, unsigned int v)
+{
+	char digits[12];
+	unsigned int n = sizeof(digits) - 1;
+
+	digits[n] = 0;
+	do {
+		digits[--n] = '0' + v % 10;
+		v /= 10;
+	} while (v);
+	put(l, digits + n);
+}
+
+/* The errors the module can meet, by name; others by number only. */
+static const char *const err_names[] = {
+	[EPERM] = "EPERM", [ENOENT] = "ENOENT", [EINTR] = "EINTR",
+	[EIO] = "EIO", [E2BIG] = "E2BIG", [ENOEXEC] = "ENOEXEC",
+	[EBADF] = "EBADF", [ENOMEM] = "ENOMEM", [EACCES] = "EACCES",
+	[EFAULT] = "EFAULT", [EBUSY] = "EBUSY", [EEXIST] = "EEXIST",
+	[ENODEV] = "ENODEV", [ENOTDIR] = "ENOTDIR", [EISDIR] = "EISDIR",
+	[EINVAL] = "EINVAL", [ENFILE] = "ENFILE", [EMFILE] = "EMFILE",
+	[EFBIG] = "EFBIG", [ENOSPC] = "ENOSPC", [ERANGE] = "ERANGE",
+	[ENAMETOOLONG] = "ENAMETOOLONG", [ELOOP] = "ELOOP",
+	[ENODATA] = "ENODATA", [EOVERFLOW] = "EOVERFLOW",
+	[EOPNOTSUPP] = "EOPNOTSUPP", [ESTALE] = "ESTALE",
+};
+
+static void report(const char *path, const char *what, int err)
+{
+	struct line l = { .len = 0 };
 
 	if (!debug)
 		return;
-	n = snprintf(buf, sizeof(buf), "unwind_user_audit: %s: %s: %s (%d)\n",
-		     o->path, what, strerror(err), err);
-	if (n > (int)sizeof(buf) - 1)
-		n = sizeof(buf) - 1;
-	if (n > 0 && write(STDERR_FILENO, buf, n) < 0)
-		return;
+	put(&l, "unwind_user_audit: ");
+	put(&l, path);
+	put(&l, ": ");
+	put(&l, what);
+	put(&l, ": ");
+	if (err > 0 && err < (int)ARRAY_SIZE(err_names) &&
+	    err_names[err]) {
+		put(&l, err_names[err]);
+		put(&l, " ");
+	}
+	put(&l, "(");
+	put_num(&l, err);
+	put(&l, ")");
+	l.buf[l.len++] = '\n';
+	sys(__NR_write, 2, (long)l.buf, l.len, 0, 0, 0);
 }
 
-static int read_full(int fd, void *buf, size_t len, off_t off)
+static int read_full(int fd, void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, off + done);
+		long n = sys(__NR_pread64, fd, (long)buf + done, len - done,
+			     off + done, 0, 0);
 
-		if (n < 0 && errno == EINTR)
+		if (n == -EINTR)
 			continue;
 		if (n < 0)
-			return -errno;
+			return n;
 		if (n == 0)
 			return -ENODATA;
 		done += n;
@@ -128,7 +294,7 @@ static int read_object(struct object *o)
 	ret = read_full(o->fd, &eh, sizeof(eh), 0);
 	if (ret)
 		return ret;
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	if (!bytes_equal(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64 ||
 	    eh.e_phentsize != sizeof(Elf64_Phdr))
@@ -151,15 +317,15 @@ static int read_object(struct object *o)
 			Elf64_Nhdr nh;
 			size_t name = off + sizeof(nh), desc, next;
 
-			memcpy(&nh, note + off, sizeof(nh));
+			copy_bytes(&nh, note + off, sizeof(nh));
 			desc = name + ((nh.n_namesz + 3) & ~3UL);
 			next = desc + ((nh.n_descsz + 3) & ~3UL);
 			if (nh.n_namesz > len || nh.n_descsz > len || next > len)
 				break;
 			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp(note + name, "GNU", 4) && nh.n_descsz &&
+			    bytes_equal(note + name, "GNU", 4) && nh.n_descsz &&
 			    nh.n_descsz <= sizeof(o->build_id)) {
-				memcpy(o->build_id, note + desc, nh.n_descsz);
+				copy_bytes(o->build_id, note + desc, nh.n_descsz);
 				o->build_id_len = nh.n_descsz;
 				o->build_id_vaddr = p->p_vaddr + desc;
 				break;
@@ -189,68 +355,69 @@ static int check_mapped(const struct object *o)
 			return -ESTALE;
 	if (!o->build_id_len)
 		return 0;
-	fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	fd = sys_open("/proc/self/mem");
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = read_full(fd, mem, o->build_id_len,
 			o->lm->l_addr + o->build_id_vaddr);
-	close(fd);
+	sys_close(fd);
 	if (ret)
 		return ret;
-	return memcmp(mem, o->build_id, o->build_id_len) ? -ESTALE : 0;
+	return bytes_equal(mem, o->build_id, o->build_id_len) ? 0 : -ESTALE;
 }
 
 static int sframe_register(struct unwind_user_sframe *s)
 {
-	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
-		  (unsigned long)s, sizeof(*s), 0))
-		return -errno;
-	return 0;
+	return sys_prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
+			 (long)s, sizeof(*s));
 }
 
 /* Map the cached section of @o's build ID: 0, or -errno. */
 static int map_cached(struct object *o, void **map, size_t *len)
 {
 	static const char hex[] = "0123456789abcdef";
-	const char *dir = getenv("UNWIND_USER_SFRAME_CACHE");
+	const char *dir = env("UNWIND_USER_SFRAME_CACHE");
 	char path[4096];
 	struct stat st;
 	unsigned int i;
 	size_t n;
+	long addr;
 	int fd, err;
 
 	if (!o->build_id_len)
 		return -ENODATA;
 	if (!dir || !*dir)
 		dir = DEFAULT_CACHE;
-	n = strlen(dir);
+	n = str_len(dir);
 	if (n + 2 + 2 * o->build_id_len + sizeof(".sframe") > sizeof(path))
 		return -ENAMETOOLONG;
-	memcpy(path, dir, n);
+	copy_bytes(path, dir, n);
 	path[n++] = '/';
 	for (i = 0; i < o->build_id_len; i++) {
 		path[n++] = hex[o->build_id[i] >> 4];
 		path[n++] = hex[o->build_id[i] & 15];
 	}
-	memcpy(path + n, ".sframe", sizeof(".sframe"));
+	copy_bytes(path + n, ".sframe", sizeof(".sframe"));
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = sys_open(path);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = errno;
-		close(fd);
-		return -err;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > MAX_SECTION) {
-		close(fd);
-		return -EINVAL;
+		return fd;
+	err = sys(__NR_fstat, fd, (long)&st, 0, 0, 0, 0);
+	if (!err && (!S_ISREG(st.st_mode) || st.st_size <= 0 ||
+		     st.st_size > MAX_SECTION))
+		err = -EINVAL;
+	if (err) {
+		sys_close(fd);
+		return err;
 	}
 	*len = st.st_size;
-	*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
-	err = errno;
-	close(fd);
-	return *map == MAP_FAILED ? -err : 0;
+	addr = sys(__NR_mmap, 0, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+	sys_close(fd);
+	/* mmap's errors are the top page of addresses. */
+	if ((unsigned long)addr > -4096UL)
+		return addr;
+	*map = (void *)addr;
+	return 0;
 }
 
 static struct reg *new_reg(void)
@@ -276,7 +443,7 @@ static struct reg *register_object(struct object *o)
 	int ret;
 
 	if (!r) {
-		report(o, "too many objects", ENOSPC);
+		report(o->path, "too many objects", ENOSPC);
 		return NULL;
 	}
 	for (i = 0; i < o->phnum; i++) {
@@ -291,12 +458,12 @@ static struct reg *register_object(struct object *o)
 		}
 	}
 	if (!s.text_start) {
-		report(o, "no executable segment", ENOEXEC);
+		report(o->path, "no executable segment", ENOEXEC);
 		return NULL;
 	}
 	ret = check_mapped(o);
 	if (ret) {
-		report(o, "file differs from the mapped object", -ret);
+		report(o->path, "file differs from the mapped object", -ret);
 		return NULL;
 	}
 
@@ -310,7 +477,7 @@ static struct reg *register_object(struct object *o)
 		ret = sframe_register(&s);
 		if (ret) {
 			if (ret != -EEXIST)
-				report(o, "registering PT_GNU_SFRAME", -ret);
+				report(o->path, "registering PT_GNU_SFRAME", -ret);
 			return NULL;
 		}
 		*r = (struct reg){ s.text_start, NULL, 0, true };
@@ -319,7 +486,7 @@ static struct reg *register_object(struct object *o)
 
 	ret = map_cached(o, &map, &len);
 	if (ret) {
-		report(o, "no synthesized section in the cache", -ret);
+		report(o->path, "no synthesized section in the cache", -ret);
 		return NULL;
 	}
 	/* Its addresses are the object's link-time ones: at the load bias. */
@@ -329,8 +496,8 @@ static struct reg *register_object(struct object *o)
 	s.sframe_addr = bias;
 	ret = sframe_register(&s);
 	if (ret) {
-		munmap(map, len);
-		report(o, "registering the synthesized section", -ret);
+		sys_munmap(map, len);
+		report(o->path, "registering the synthesized section", -ret);
 		return NULL;
 	}
 	*r = (struct reg){ s.text_start, map, len, true };
@@ -339,16 +506,16 @@ static struct reg *register_object(struct object *o)
 
 EXPORT unsigned int la_version(unsigned int version)
 {
-	const char *d = getenv("UNWIND_USER_AUDIT_DEBUG");
+	const char *d = env("UNWIND_USER_AUDIT_DEBUG");
 	struct unwind_user_info info;
+	long ret;
 
-	debug = d && *d && strcmp(d, "0");
+	debug = d && *d && !(d[0] == '0' && !d[1]);
 	/* A kernel without the unwinder: nothing to do for any object. */
-	if (prctl(PR_UNWIND_USER, UNWIND_USER_QUERY, (unsigned long)&info,
-		  sizeof(info), 0)) {
-		struct object o = { .path = "(kernel)" };
-
-		report(&o, "PR_UNWIND_USER", errno);
+	ret = sys_prctl(PR_UNWIND_USER, UNWIND_USER_QUERY, (long)&info,
+			sizeof(info));
+	if (ret) {
+		report("(kernel)", "PR_UNWIND_USER", -ret);
 		disabled = true;
 	}
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
@@ -357,7 +524,7 @@ EXPORT unsigned int la_version(unsigned int version)
 EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid,
 			       uintptr_t *cookie)
 {
-	struct object o = { .lm = map };
+	struct object o;
 	struct reg *r;
 	int ret;
 
@@ -365,21 +532,25 @@ EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid,
 	if (disabled)
 		return 0;
 	/* The vDSO: no file. */
-	if (map->l_addr && map->l_addr == getauxval(AT_SYSINFO_EHDR))
+	if (map->l_addr && map->l_addr == auxval(AT_SYSINFO_EHDR))
 		return 0;
+	/* Not the whole object: its 4 KiB of buffers need no clearing. */
+	o.lm = map;
+	o.phnum = 0;
+	o.build_id_len = 0;
+	o.build_id_vaddr = 0;
 	o.path = map->l_name && *map->l_name ? map->l_name : "/proc/self/exe";
-	o.fd = open(o.path, O_RDONLY | O_CLOEXEC);
+	o.fd = sys_open(o.path);
 	if (o.fd < 0) {
-		report(&o, "open", errno);
+		report(o.path, "open", -o.fd);
 		return 0;
 	}
 	ret = read_object(&o);
+	sys_close(o.fd);
 	if (ret) {
-		report(&o, "reading the ELF headers", -ret);
-		close(o.fd);
+		report(o.path, "reading the ELF headers", -ret);
 		return 0;
 	}
-	close(o.fd);
 	r = register_object(&o);
 	if (r)
 		*cookie = (uintptr_t)r;
@@ -394,10 +565,10 @@ EXPORT unsigned int la_objclose(uintptr_t *cookie)
 	if (!r)
 		return 0;
 	/* ENOENT: the kernel dropped it already (an unmap, a bad section). */
-	prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER,
-	      (unsigned long)r->text_start, 0, 0);
+	sys_prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER,
+		  (long)r->text_start, 0);
 	if (r->map)
-		munmap(r->map, r->len);
+		sys_munmap(r->map, r->len);
 	r->used = false;
 	*cookie = 0;
 	return 0;
