@@ -37,6 +37,10 @@ modes="fp sframe nmi dwarf"
 [ -x $D/lua5.4 ] && [ -f $D/unwind_assist.so ] && modes="$modes luaplain lua"
 # DEMO_MODES (demo.env): only these.
 [ -n "${DEMO_MODES:-}" ] && modes=$DEMO_MODES
+# The module is in perf's environment too, as when LD_AUDIT is set for a
+# whole session (the cache has perf's libraries): the workload perf starts
+# inherits it, and the profile is of the same command in every row, not of
+# an `env` run before it.
 audit="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=$D/sframe-cache UNWIND_USER_AUDIT_DEBUG=1"
 for m in $modes; do
 	pre=
@@ -55,8 +59,8 @@ for m in $modes; do
 	esac
 	t0=$(date +%s)
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
-	perf record -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
-		-- $pre $cmd >$m.out 2>$m.err
+	$pre perf record -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
+		-- $cmd >$m.out 2>$m.err
 	rc=$?
 	t1=$(date +%s)
 	# --no-inline: the guest has no addr2line, and perf script dies of

@@ -211,24 +211,24 @@ def main():
         rows.append((label, opt, st, res[mode], runs.get(mode, {})))
 
     hdr = (f"{'unwinder':<22} {'perf record option':<22} {'samples':>7} {'reach main':>10} "
-           f"{'exact':>7} {'hot chain':>9} {'mean depth':>10} {'bytes/sample':>12} {'lost':>6} {'images':>6}")
+           f"{'not':>5} {'exact':>7} {'hot chain':>9} {'mean depth':>10} {'bytes/sample':>12} {'lost':>6} {'images':>6}")
     print()
     print(hdr)
     print('-' * len(hdr))
     for label, opt, st, r, run in rows:
         n = st['samples']
-        print(f"{label:<22} {opt:<22} {n:>7} {r['main']:>9.1f}% "
+        print(f"{label:<22} {opt:<22} {n:>7} {r['main']:>9.1f}% {n - st['reach_main']:>5} "
               f"{pct(st['exact'], st['workload_leaf']):>6.1f}% {pct(st['hot_chain'], n):>8.1f}% "
               f"{st['depth_sum'] / n if n else 0:>10.2f} {r['bps']:>12.0f} {st['lost']:>6} "
               f"{run.get('images', '?'):>6}")
     print()
-    print('reach main: share of samples whose user stack reaches main();')
+    print('reach main: share of samples whose user stack reaches main(); not: how many do not;')
     print('exact: of samples whose leaf is a workload function, share with every caller right up to main;')
     print('hot chain: share of samples with convolve_pixel>filter_row>filter_pass>filter_image>'
           'apply_filters>process_image>run_jobs>main in order;')
     print('bytes/sample: perf.data size / samples (headers included);')
     print('lost: samples perf record could not keep up with (PERF_RECORD_LOST);')
-    print('images: work the workload got done in its fixed time under profiling (TCG: noisy).')
+    print('images: work the workload got done in its fixed guest time under profiling.')
     lua_rows = [m for m, _, _ in LUA_MODES if m in runs]
     if lua_rows:
         print()
@@ -267,7 +267,7 @@ def main():
               '(not the interpreter\'s start-up and exit);')
         print('Lua named: of those, share with a Lua function of interp.lua in the stack;')
         print('Lua right: of those, share whose Lua frames are each called by the next, up to the main chunk;')
-        print('rounds: work the script got done in its fixed time under profiling (TCG: noisy).')
+        print('rounds: work the script got done in its fixed guest time under profiling.')
     print()
     for mode, _, _ in MODES + LUA_MODES:
         if mode in res:

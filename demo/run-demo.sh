@@ -34,11 +34,12 @@ make -s -C "$HERE" O="$G"
 strip --strip-debug -o "$G/perf" "$PERF"
 install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
 # The audit rows: the LD_AUDIT module and the sections sframe-synth makes for
-# the host's libc and ld.so (the guest gets the same files; the module's
-# own libc looks ld.so up under /lib/x86_64-linux-gnu, hence extra-libs).
+# the host's libc and ld.so, and for perf's libraries (perf runs with the
+# module too: guest-demo.sh). The guest gets the same files (extra-libs).
 make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$G/" KHDR_INCLUDES="-I$REPO/include/uapi"
 (cd "$REPO/tools/unwind_user/sframe_synth" && cargo build --release -q)
 LIBS=(/lib/x86_64-linux-gnu/libc.so.6 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)
+LIBS+=($(ldd "$G/perf" | grep -o '/lib/x86_64-linux-gnu/lib[^ ]*' | grep -v '/libc\.so\.6$'))
 # The interpreter rows: Debian's lua5.4, its libraries' sections too, and
 # the module that answers user-assisted unwinding requests, built against
 # Debian's source of the same Lua (cached in $KBUILD_DIR/lua-src).
@@ -51,6 +52,7 @@ if [ -x /usr/bin/lua5.4 ]; then
 fi
 SYNTH=("${LIBS[@]}")
 [ -f "$G/unwind_assist.so" ] && SYNTH+=("$G/unwind_assist.so")
+SYNTH+=("$G/perf")
 "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" \
 	--cache "$G/sframe-cache" "${SYNTH[@]}" >/dev/null
 printf '%s\n' "${LIBS[@]}" | grep -v '^/usr/bin/' >"$G/extra-libs"
