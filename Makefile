@@ -60,7 +60,7 @@ BOOT_TIMEOUT ?= 900
 # 2^N ns of guest time, so that what the guest times is a count of
 # instructions, deaf to the host's load. Empty: host time.
 BENCH_ICOUNT ?= 0
-# The same for make demo. Under plain TCG a program's start-up (ld.so
+# The same for make demo and make oracle. Under plain TCG a program's start-up (ld.so
 # loading it, a few hundred thousand instructions: well under a millisecond
 # on hardware) got 80 to 140 of a row's 30,000 samples, 20 to 35 ms, and
 # varied with the host's load by as much; with the clock counting
@@ -230,7 +230,7 @@ demo: kernel perf
 # against perf's DWARF unwind of the same sample (demo/run-oracle.sh).
 oracle: kernel perf
 	@harness/install-deps.sh oracle >/dev/null
-	@demo/run-oracle.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
+	@GUEST_ICOUNT=$(DEMO_ICOUNT) demo/run-oracle.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(KBUILD_DIR)/oracle $(BOOT_TIMEOUT)
 
 # SFrame against frame pointers and DWARF, one boot of the production

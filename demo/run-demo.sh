@@ -35,7 +35,9 @@ strip --strip-debug -o "$G/perf" "$PERF"
 install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
 # The audit rows: the LD_AUDIT module and the sections sframe-synth makes for
 # the host's libc and ld.so, and for perf's libraries (perf runs with the
-# module too: guest-demo.sh). The guest gets the same files (extra-libs).
+# module too: guest-demo.sh). The guest gets the same files (extra-libs;
+# ld.so also under its name in the library path: the module's DT_NEEDED
+# names it, and ld.so finds itself for the audit namespace by that file).
 make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$G/" KHDR_INCLUDES="-I$REPO/include/uapi"
 (cd "$REPO/tools/unwind_user/sframe_synth" && cargo build --release -q)
 LIBS=(/lib/x86_64-linux-gnu/libc.so.6 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)

@@ -36,8 +36,9 @@ strip --strip-debug -o "$G/perf" "$PERF"
 install -m 755 "$HERE/guest-oracle.sh" "$G/demo.sh"
 make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$G/" KHDR_INCLUDES="-I$REPO/include/uapi"
 (cd "$REPO/tools/unwind_user/sframe_synth" && cargo build --release -q)
-# Every object the programs load: the programs, their libraries, ld.so.
-# (The module's own libc looks ld.so up under /lib/x86_64-linux-gnu.)
+# Every object the programs load: the programs, their libraries, ld.so
+# (also under its name in the library path: the module's DT_NEEDED names
+# it, and ld.so finds itself for the audit namespace by that file).
 mapfile -t OBJS < <(printf '%s\n' "${PROGS[@]}" "${STARTUP[@]}" /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2
 	ldd "${PROGS[@]}" "${STARTUP[@]}" | grep -o '/[^ ]*' | grep -v ':$' | sort -u)
 "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" \
