@@ -94,9 +94,13 @@ start_ms() {
 	done
 	echo $((($(now_cs) - t0) * 10))
 }
+# The module with an empty cache: all it does but map and register the
+# sections.
+empty="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=/nonexistent"
 for round in 1 2 3; do
 	plain=$(start_ms env)
 	audited=$(start_ms $audit)
-	echo "### oracle-startup round=$round runs=$N plain_ms=${plain:-failed} audit_ms=${audited:-failed} audit_failures=$($audit /usr/bin/curl --version 2>&1 | grep -c unwind_user_audit)"
+	unregistered=$(start_ms $empty)
+	echo "### oracle-startup round=$round runs=$N plain_ms=${plain:-failed} audit_ms=${audited:-failed} empty_cache_ms=${unregistered:-failed} audit_failures=$($audit /usr/bin/curl --version 2>&1 | grep -c unwind_user_audit)"
 done
 echo "### oracle-end"

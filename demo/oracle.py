@@ -165,6 +165,12 @@ def main():
         print(f"start-up of curl (33 objects), {runs_n} starts each: {plain:.1f} ms plain, "
               f"{audit:.1f} ms with the LD_AUDIT module: +{audit - plain:.1f} ms "
               f"({100.0 * (audit - plain) / max(plain, 1e-9):+.0f}%) a start")
+        empty = [int(d["empty_cache_ms"]) for d in starts
+                 if d.get("empty_cache_ms", "").isdigit()]
+        if len(empty) == len(starts):
+            empty_ms = sum(empty) / runs_n
+            print(f"  of which registering the sections: {audit - empty_ms:.1f} ms "
+                  f"(the module with an empty cache: {empty_ms:.1f} ms a start)")
     else:
         print("start-up: not measured")
         ok = False

@@ -16,6 +16,7 @@
 //! come through rust/helpers since the Rust `mm` abstraction only offers the
 //! read lock.
 
+use core::cell::RefCell;
 use kernel::{
     bindings,
     error::code::{E2BIG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM, ERANGE},
@@ -128,49 +129,74 @@ unsafe fn in_one_vma(mm: *mut bindings::mm_struct, start: usize, end: usize, fla
 
 /// Validates `s` in full through `reader` and returns what unwinds will use
 /// instead of reading it again: the header and the FDEs, packed relative to
-/// the text. Every function must lie in the text: a section built for
-/// other code, or copied away from its text (its addresses are
-/// PC-relative), would otherwise be accepted and describe nothing there.
+/// the text, and the marks of large functions' rows, kept in the same pass.
+/// Every function must lie in the text: a section built for other code, or
+/// copied away from its text (its addresses are PC-relative), would
+/// otherwise be accepted and describe nothing there.
 fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Arc<Fdes>> {
     let mut sec = step::open(s, reader).map_err(|e| refuse(e.name(), s, validation_errno(&e)))?;
+    let text_start = s.text_start as u64;
+    let text_len = (s.text_end - s.text_start) as u64;
+    let header = *sec.header();
+    let every = registry::FRE_MARK_EVERY;
+    let mut packed = KVVec::with_capacity(sec.num_fdes() as usize, registry::gfp())?;
+    // Reserved by the FDE callback, filled by the mark callback, which
+    // cannot allocate (nor fail but for the bytes the pass reads).
+    let marks = RefCell::new(KVVec::new());
+    // Not the section's fault: an allocation that failed stops the pass.
+    let mut failed = None;
+    // A function outside the text is refused once the section is known to
+    // be valid: a malformed section gets the same errno as before.
+    let mut outside = false;
+    let valid = sec.validate_each(
+        every,
+        |_, fde| {
+            match fde.pack(text_start) {
+                Some(p) if p.end() <= text_len => {
+                    packed.push(p, registry::gfp()).map_err(|e| {
+                        failed = Some(Error::from(e));
+                        sframe::Error::CountTooLarge
+                    })?;
+                }
+                _ => outside = true,
+            }
+            if fde.num_fres > every {
+                let mut m = marks
+                    .try_borrow_mut()
+                    .map_err(|_| sframe::Error::CountTooLarge)?;
+                m.reserve(((fde.num_fres - 1) / every) as usize, registry::gfp())
+                    .map_err(|e| {
+                        failed = Some(Error::from(e));
+                        sframe::Error::CountTooLarge
+                    })?;
+            }
+            Ok(())
+        },
+        |i, mark| {
+            marks
+                .try_borrow_mut()
+                .map_err(|_| sframe::Error::CountTooLarge)?
+                .push_within_capacity(FreMark { fde: i, mark })
+                .map_err(|_| sframe::Error::CountTooLarge)
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e);
+    }
     // FDEs out of address order in a section that does not claim to be
     // sorted (ld.lld with several text sections) are valid SFrame that this
     // unwinder, like libsframe, does not support; claiming it is malformed.
-    let claims_sorted = sec.header().fde_sorted();
-    sec.validate().map_err(|e| {
+    valid.map_err(|e| {
         let errno = match e {
-            sframe::Error::FdesUnsorted if !claims_sorted => eopnotsupp(),
+            sframe::Error::FdesUnsorted if !header.fde_sorted() => eopnotsupp(),
             _ => validation_errno(&e),
         };
         refuse(e.name(), s, errno)
     })?;
-    let text_start = s.text_start as u64;
-    let text_len = (s.text_end - s.text_start) as u64;
-    let header = *sec.header();
-    let n = sec.num_fdes();
-    let mut packed = KVVec::with_capacity(n as usize, registry::gfp())?;
-    let mut marks = KVVec::new();
-    for i in 0..n {
-        let fde = sec.fde(i).map_err(|e| validation_errno(&e))?;
-        match fde.pack(text_start) {
-            Some(p) if p.end() <= text_len => packed.push(p, registry::gfp())?,
-            _ => return Err(refuse("function outside the text", s, ERANGE)),
-        }
-        let every = registry::FRE_MARK_EVERY;
-        if fde.num_fres <= every {
-            continue;
-        }
-        // Room first: the marks are pushed from the walk's callback, which
-        // cannot allocate (nor fail but for the bytes it reads).
-        marks.reserve(((fde.num_fres - 1) / every) as usize, registry::gfp())?;
-        sec.fre_marks(&fde, every, |mark| {
-            marks
-                .push_within_capacity(FreMark { fde: i, mark })
-                .map_err(|_| sframe::Error::CountTooLarge)
-        })
-        .map_err(|e| validation_errno(&e))?;
+    if outside {
+        return Err(refuse("function outside the text", s, ERANGE));
     }
-    Fdes::new(header, packed, marks)
+    Fdes::new(header, packed, marks.into_inner())
 }
 
 /// Bytes of section [`add_section`] reads at a time, in two blocks.

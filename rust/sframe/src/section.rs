@@ -557,16 +557,26 @@ impl<R: Reader> Section<R> {
         every: u32,
         mut f: impl FnMut(FreMark) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        if every == 0 || fde.pc_type == PcType::Mask || fde.num_fres <= every {
+        if !Self::marked(fde, every) {
             return Ok(());
         }
         self.walk(fde, None, Stop::Never, |m, _| {
-            if m.index != 0 && m.index.checked_rem(every) == Some(0) {
+            if Self::is_mark(&m, every) {
                 f(m)?;
             }
             Ok(())
         })?;
         Ok(())
+    }
+
+    /// Whether [`Section::fre_marks`] gives `fde` any mark.
+    fn marked(fde: &Fde, every: u32) -> bool {
+        every != 0 && fde.pc_type != PcType::Mask && fde.num_fres > every
+    }
+
+    /// Whether the FRE at `m` is one [`Section::fre_marks`] gives.
+    fn is_mark(m: &FreMark, every: u32) -> bool {
+        m.index != 0 && m.index.checked_rem(every) == Some(0)
     }
 
     /// Check the whole section once (O(FDEs + FREs) reads), e.g. when it is
@@ -576,6 +586,21 @@ impl<R: Reader> Section<R> {
     /// A section that passes gives `Ok` or [`Error::NotCovered`] from
     /// [`Section::find`] for every PC, as long as its bytes do not change.
     pub fn validate(&mut self) -> Result<(), Error> {
+        self.validate_each(0, |_, _| Ok(()), |_, _| Ok(()))
+    }
+
+    /// [`Section::validate`], and in the same pass what a caller keeps of a
+    /// valid section: `on_fde` gets every FDE with its index, in order,
+    /// before its FREs are checked, and `on_mark` gets the FDE's index and
+    /// each mark [`Section::fre_marks`] gives with `every`. Either may stop
+    /// the pass with an error, which is returned; what they were given
+    /// before an error is not known to be valid.
+    pub fn validate_each(
+        &mut self,
+        every: u32,
+        mut on_fde: impl FnMut(u32, &Fde) -> Result<(), Error>,
+        mut on_mark: impl FnMut(u32, FreMark) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let hdr = self.header;
         let mut prev: Option<Fde> = None;
         let mut total: u64 = 0;
@@ -598,11 +623,17 @@ impl<R: Reader> Section<R> {
                     return Err(Error::BadRepSize);
                 }
             }
-            self.walk(&fde, None, Stop::Never, |_, fre| {
+            on_fde(i, &fde)?;
+            let marked = Self::marked(&fde, every);
+            self.walk(&fde, None, Stop::Never, |m, fre| {
                 if fde.pc_type == PcType::Mask && fre.start >= rep {
                     return Err(Error::FrePastRepBlock);
                 }
-                decode_row(&hdr, &fde, fre).map(|_| ())
+                decode_row(&hdr, &fde, fre)?;
+                if marked && Self::is_mark(&m, every) {
+                    on_mark(i, m)?;
+                }
+                Ok(())
             })?;
             total = total.saturating_add(u64::from(fde.num_fres));
             prev = Some(fde);

@@ -197,3 +197,64 @@ fn mismatched_marks_are_errors() {
         Err(Error::FreMarkMismatch)
     );
 }
+
+/// `validate_each` gives, in the validation's one pass, every FDE that
+/// `fde(i)` reads and every mark that `fre_marks` gives, in order, for the
+/// valid sections of the corpus and a 65535-row function; an error of either callback stops the
+/// pass and is returned.
+#[test]
+fn validate_each_gives_what_two_passes_give() {
+    let mut sections: Vec<(String, Vec<u8>, u64)> = corpus()
+        .iter()
+        .map(|f| {
+            let s = sframe_of(f);
+            (f.name.clone(), s.bytes.to_vec(), s.addr)
+        })
+        .collect();
+    sections.push(("huge".into(), huge().build(), 0));
+    let mut compared = 0;
+    for every in [2, 16] {
+        for (name, data, addr) in &sections {
+            let mut sec = Section::new(&data[..], data.len() as u32, *addr).unwrap();
+            // Sections validation refuses (unsorted FDEs) have nothing to keep.
+            if sec.validate().is_err() {
+                continue;
+            }
+            let mut want_fdes = Vec::new();
+            let mut want_marks = Vec::new();
+            for i in 0..sec.num_fdes() {
+                let fde = sec.fde(i).unwrap();
+                want_marks.extend(marks(&mut sec, &fde, every).into_iter().map(|m| (i, m)));
+                want_fdes.push((i, fde));
+            }
+            let mut got_fdes = Vec::new();
+            let mut got_marks = Vec::new();
+            sec.validate_each(
+                every,
+                |i, fde| {
+                    got_fdes.push((i, *fde));
+                    Ok(())
+                },
+                |i, m| {
+                    got_marks.push((i, m));
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(want_fdes, got_fdes, "{name}");
+            assert_eq!(want_marks, got_marks, "{name}, every {every}");
+            compared += 1;
+        }
+    }
+    assert!(
+        compared > sections.len(),
+        "{compared} of {}",
+        sections.len()
+    );
+    let data = huge().build();
+    let mut sec = Section::new(&data[..], data.len() as u32, 0).unwrap();
+    let r = sec.validate_each(16, |_, _| Ok(()), |_, _| Err(Error::CountTooLarge));
+    assert_eq!(Err(Error::CountTooLarge), r);
+    let r = sec.validate_each(16, |_, _| Err(Error::FdesOverlap), |_, _| Ok(()));
+    assert_eq!(Err(Error::FdesOverlap), r);
+}
