@@ -3,7 +3,6 @@
 //! The decoded view of an SFrame section: header, function descriptors,
 //! frame row entries and the recovery rules they describe.
 
-use crate::reader::{le_i32, le_u32};
 use crate::Error;
 
 /// SFrame magic number, as read in the section's own (little) endianness.
@@ -357,20 +356,44 @@ pub struct RawFre {
     pub size: u8,
     count: u8,
     word_size: u8,
-    words: [u32; MAX_DATA_WORDS],
+    /// Sign-extended as read: offsets are most of them, and are read as such.
+    words: [i32; MAX_DATA_WORDS],
 }
 
 impl RawFre {
     /// Decode the info byte and data words of an FRE. `bytes` holds the data
     /// words only.
+    #[inline]
     pub(crate) fn new(start: u32, info: u8, size: u8, bytes: &[u8]) -> Result<RawFre, Error> {
         let word_size = Self::word_size_of(info)?;
         let count = Self::count_of(info);
-        let mut words = [0u32; MAX_DATA_WORDS];
-        let mut chunks = bytes.chunks_exact(usize::from(word_size));
-        for w in words.iter_mut().take(usize::from(count)) {
-            let c = chunks.next().ok_or(Error::FreDataPastEnd)?;
-            *w = le_u32(c).ok_or(Error::FreDataPastEnd)?;
+        let mut words = [0i32; MAX_DATA_WORDS];
+        let n = usize::from(count).min(MAX_DATA_WORDS);
+        let data = bytes
+            .get(..n.saturating_mul(usize::from(word_size)))
+            .ok_or(Error::FreDataPastEnd)?;
+        // One loop per word size: this runs for every row a walk or a
+        // validation reads.
+        match word_size {
+            1 => {
+                for (w, b) in words.iter_mut().zip(data) {
+                    *w = i32::from(i8::from_le_bytes([*b]));
+                }
+            }
+            2 => {
+                for (w, c) in words.iter_mut().zip(data.chunks_exact(2)) {
+                    if let [a, b] = *c {
+                        *w = i32::from(i16::from_le_bytes([a, b]));
+                    }
+                }
+            }
+            _ => {
+                for (w, c) in words.iter_mut().zip(data.chunks_exact(4)) {
+                    if let [a, b, c, d] = *c {
+                        *w = i32::from_le_bytes([a, b, c, d]);
+                    }
+                }
+            }
         }
         Ok(RawFre {
             start,
@@ -428,17 +451,20 @@ impl RawFre {
 
     /// Data word `i` as an unsigned value (control words).
     pub fn uword(&self, i: usize) -> Option<u32> {
-        if i >= self.count() {
-            return None;
-        }
-        self.words.get(i).copied()
+        let w = u32::from_ne_bytes(self.word(i)?.to_ne_bytes());
+        Some(match self.word_size {
+            1 => w & 0xff,
+            2 => w & 0xffff,
+            _ => w,
+        })
     }
 
     /// Data word `i` sign-extended (offsets).
     pub fn word(&self, i: usize) -> Option<i32> {
-        let w = self.uword(i)?;
-        let b = w.to_le_bytes();
-        le_i32(b.get(..usize::from(self.word_size))?)
+        if i >= self.count() {
+            return None;
+        }
+        self.words.get(i).copied()
     }
 }
 
@@ -562,6 +588,7 @@ fn untracked(fixed: Option<i32>) -> RegRule {
 
 /// Turn an FRE of `fde` into a row, applying the header's fixed offsets and
 /// the ABI's register numbers.
+#[inline]
 pub(crate) fn decode_row(hdr: &Header, fde: &Fde, fre: &RawFre) -> Result<Row, Error> {
     let mut row = Row {
         cfa: CfaRule {
