@@ -86,11 +86,6 @@ impl<'a, R: Reader> Blocks<'a, R> {
         }
     }
 
-    /// The reader blocks are read through.
-    pub fn inner(&mut self) -> &mut R {
-        &mut self.inner
-    }
-
     fn block_size(&self) -> usize {
         (self.buf.len() / 2).min(usize::try_from(u32::MAX).unwrap_or(usize::MAX))
     }

@@ -3,6 +3,7 @@
 //! The decoded view of an SFrame section: header, function descriptors,
 //! frame row entries and the recovery rules they describe.
 
+use crate::reader::le_i32;
 use crate::Error;
 
 /// SFrame magic number, as read in the section's own (little) endianness.
@@ -372,28 +373,11 @@ impl RawFre {
         let data = bytes
             .get(..n.saturating_mul(usize::from(word_size)))
             .ok_or(Error::FreDataPastEnd)?;
-        // One loop per word size: this runs for every row a walk or a
-        // validation reads.
-        match word_size {
-            1 => {
-                for (w, b) in words.iter_mut().zip(data) {
-                    *w = i32::from(i8::from_le_bytes([*b]));
-                }
-            }
-            2 => {
-                for (w, c) in words.iter_mut().zip(data.chunks_exact(2)) {
-                    if let [a, b] = *c {
-                        *w = i32::from(i16::from_le_bytes([a, b]));
-                    }
-                }
-            }
-            _ => {
-                for (w, c) in words.iter_mut().zip(data.chunks_exact(4)) {
-                    if let [a, b, c, d] = *c {
-                        *w = i32::from_le_bytes([a, b, c, d]);
-                    }
-                }
-            }
+        for (w, c) in words
+            .iter_mut()
+            .zip(data.chunks_exact(usize::from(word_size)))
+        {
+            *w = le_i32(c).ok_or(Error::FreDataPastEnd)?;
         }
         Ok(RawFre {
             start,

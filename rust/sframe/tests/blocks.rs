@@ -63,18 +63,15 @@ fn validation_agrees_and_reads_less() {
         };
         let want = Section::new(&mut plain, len, s.addr).and_then(|mut sec| sec.validate());
         let mut buf = vec![0u8; 8192];
-        let mut b = Blocks::new(
-            Counting {
-                bytes: s.bytes,
-                calls: 0,
-            },
-            &mut buf,
-            len,
-        );
-        let got = Section::new(&mut b, len, s.addr).and_then(|mut sec| sec.validate());
+        let mut counted = Counting {
+            bytes: s.bytes,
+            calls: 0,
+        };
+        let got = Section::new(Blocks::new(&mut counted, &mut buf, len), len, s.addr)
+            .and_then(|mut sec| sec.validate());
         assert_eq!(got, want, "{}", f.name);
         direct += u64::from(plain.calls);
-        blocked += u64::from(b.inner().calls);
+        blocked += u64::from(counted.calls);
         // Mutated copies: the same verdict, however the bytes went wrong.
         for k in 0..s.bytes.len().min(64) {
             let mut m = s.bytes.to_vec();
