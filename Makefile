@@ -60,11 +60,11 @@ BOOT_TIMEOUT ?= 900
 # 2^N ns of guest time, so that what the guest times is a count of
 # instructions, deaf to the host's load. Empty: host time.
 BENCH_ICOUNT ?= 0
-# The same for make demo and make oracle. Under plain TCG a program's start-up (ld.so
-# loading it, a few hundred thousand instructions: well under a millisecond
-# on hardware) got 80 to 140 of a row's 30,000 samples, 20 to 35 ms, and
+# The same for make demo and make oracle. Under plain TCG the demo's
+# start-up before main (about 150,000 instructions: well under a
+# millisecond on hardware) got 80 to 140 of a row's 30,000 samples, and
 # varied with the host's load by as much; with the clock counting
-# instructions it gets 0 to 2, each part of a run its share of the work.
+# instructions it gets 0 to 3, each part of a run its share of the work.
 DEMO_ICOUNT ?= 0
 
 # Debian's rustc-web carries the library source the kernel build needs; the
