@@ -43,5 +43,5 @@ fi
 # The guest runs every executable test program, in name order.
 (cd "$ROOT/selftests" && find . -maxdepth 1 -type f -perm -u+x -name '*_test' |
 	sed 's|^\./||' | sort) >"$ROOT/selftests/list"
-(cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$OUTFILE"
+(cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet -R 0:0) | gzip -1 >"$OUTFILE"
 echo "initramfs: $OUTFILE ($(du -h "$OUTFILE" | cut -f1))"

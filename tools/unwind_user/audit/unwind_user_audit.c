@@ -15,6 +15,13 @@
  * Environment:
  *   UNWIND_USER_SFRAME_CACHE  the cache directory (default below)
  *   UNWIND_USER_AUDIT_DEBUG   1: report every failure on stderr, once
+ * both read once, before the program starts, and both ignored if the
+ * process runs with AT_SECURE (setuid, setgid, file capabilities): then
+ * the cache is the default one and nothing is reported.
+ *
+ * A cache file is used only if it and the cache directory are trusted
+ * (trusted() below): owned by root or by the user the process was started
+ * as, and writable by their owner only.
  *
  * The module must never break the program: whatever fails, the object is
  * left unregistered and the program runs as it would without the module.
@@ -115,10 +122,20 @@ static long sys(long nr, long a, long b, long c, long d, long e, long f)
 	return ret;
 }
 
+static int sys_openat(int dirfd, const char *path, int flags)
+{
+	return sys(__NR_openat, dirfd, (long)path, O_RDONLY | O_CLOEXEC | flags,
+		   0, 0, 0);
+}
+
 static int sys_open(const char *path)
 {
-	return sys(__NR_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0,
-		   0);
+	return sys_openat(AT_FDCWD, path, 0);
+}
+
+static int sys_fstat(int fd, struct stat *st)
+{
+	return sys(__NR_fstat, fd, (long)st, 0, 0, 0, 0);
 }
 
 static void sys_close(int fd)
@@ -162,7 +179,13 @@ static const char *env(const char *name)
 	return NULL;
 }
 
-/* The auxiliary vector's entry @type, or 0. */
+/*
+ * The auxiliary vector's entry @type, or 0. It starts after the NULL that
+ * ends the environment, and after any NULL that follows: under AT_SECURE
+ * ld.so removes variables (LD_AUDIT, LD_PRELOAD, ...) by moving the later
+ * pointers down, which leaves a NULL more before the vector for each one.
+ * No entry of the vector is 0 but the last (the kernel always gives some).
+ */
 static unsigned long auxval(unsigned long type)
 {
 	char **e = initial_env();
@@ -172,7 +195,9 @@ static unsigned long auxval(unsigned long type)
 		return 0;
 	while (*e)
 		e++;
-	for (av = (unsigned long *)(e + 1); av[0] != AT_NULL; av += 2)
+	while (!*e)
+		e++;
+	for (av = (unsigned long *)e; av[0] != AT_NULL; av += 2)
 		if (av[0] == type)
 			return av[1];
 	return 0;
@@ -189,6 +214,15 @@ struct reg {
 static struct reg regs[MAX_REGS];
 static bool debug;
 static bool disabled;
+
+/*
+ * What la_version() read from the initial stack. Under AT_SECURE the
+ * environment is that of whoever ran the program, who may be less
+ * privileged than the process: none of it is used.
+ */
+static bool secure;
+static unsigned long start_euid;	/* AT_EUID: the uid at exec */
+static char cache_dir[4096];
 
 /* The object as read from its file. */
 struct object {
@@ -241,27 +275,49 @@ static const char *const err_names[] = {
 	[EOPNOTSUPP] = "EOPNOTSUPP", [ESTALE] = "ESTALE",
 };
 
+static void put_mode(struct line *l, unsigned int mode)
+{
+	char digits[] = "0000";
+	unsigned int i;
+
+	for (i = 0; i < 4; i++)
+		digits[i] = '0' + ((mode >> (9 - 3 * i)) & 7);
+	put(l, digits);
+}
+
+/* "unwind_user_audit: @path: @what" and, after it, report_end(). */
+static void report_start(struct line *l, const char *path, const char *what)
+{
+	put(l, "unwind_user_audit: ");
+	put(l, path);
+	put(l, ": ");
+	put(l, what);
+}
+
+/* ": ENAME (@err)" and the line out on stderr. */
+static void report_end(struct line *l, int err)
+{
+	put(l, ": ");
+	if (err > 0 && err < (int)ARRAY_SIZE(err_names) &&
+	    err_names[err]) {
+		put(l, err_names[err]);
+		put(l, " ");
+	}
+	put(l, "(");
+	put_num(l, err);
+	put(l, ")");
+	l->buf[l->len++] = '\n';
+	sys(__NR_write, 2, (long)l->buf, l->len, 0, 0, 0);
+}
+
 static void report(const char *path, const char *what, int err)
 {
 	struct line l = { .len = 0 };
 
 	if (!debug)
 		return;
-	put(&l, "unwind_user_audit: ");
-	put(&l, path);
-	put(&l, ": ");
-	put(&l, what);
-	put(&l, ": ");
-	if (err > 0 && err < (int)ARRAY_SIZE(err_names) &&
-	    err_names[err]) {
-		put(&l, err_names[err]);
-		put(&l, " ");
-	}
-	put(&l, "(");
-	put_num(&l, err);
-	put(&l, ")");
-	l.buf[l.len++] = '\n';
-	sys(__NR_write, 2, (long)l.buf, l.len, 0, 0, 0);
+	report_start(&l, path, what);
+	report_end(&l, err);
 }
 
 static int read_full(int fd, void *buf, size_t len, uint64_t off)
@@ -372,52 +428,124 @@ static int sframe_register(struct unwind_user_sframe *s)
 			 (long)s, sizeof(*s));
 }
 
-/* Map the cached section of @o's build ID: 0, or -errno. */
+/*
+ * May the cache directory or file @st be used? Its owner must be root or,
+ * unless the process runs with AT_SECURE, the user it was started as: the
+ * effective uid at exec (AT_EUID), which outside AT_SECURE is also the
+ * real one (the kernel sets AT_SECURE when an exec changes the effective
+ * ids). Under AT_SECURE root alone: the real uid is whoever ran the
+ * program, and the effective one may be the same user too (a setgid
+ * program, file capabilities). The uid at exec, not the one now: a
+ * process that changes its ids later trusts no uid it switched to. And
+ * no one but the owner may write to it: not its group, not the others.
+ */
+static bool trusted(const struct stat *st)
+{
+	if (st->st_uid && (secure || st->st_uid != start_euid))
+		return false;
+	return !(st->st_mode & 0022);	/* group- or world-writable */
+}
+
+/* The debug report of a cache directory or file trusted() refused. */
+static void report_refused(const char *obj, const char *what,
+			   const char *path, const struct stat *st)
+{
+	struct line l = { .len = 0 };
+
+	if (!debug)
+		return;
+	report_start(&l, obj, what);
+	put(&l, " ");
+	put(&l, path);
+	put(&l, " (uid ");
+	put_num(&l, st->st_uid);
+	put(&l, ", mode ");
+	put_mode(&l, st->st_mode & 07777);
+	put(&l, ")");
+	report_end(&l, EPERM);
+}
+
+/*
+ * Map the cached section of @o's build ID: 0, or -errno, reported. The
+ * directory is opened and checked first, and the file opened from it, so
+ * that what is checked is what is read: both checks are fstat()s of the
+ * descriptors the file is then opened from and mapped from.
+ */
 static int map_cached(struct object *o, void **map, size_t *len)
 {
 	static const char hex[] = "0123456789abcdef";
-	const char *dir = env("UNWIND_USER_SFRAME_CACHE");
-	char path[4096];
+	char path[sizeof(cache_dir) + 2 * sizeof(o->build_id) + 16];
+	const char *name;
 	struct stat st;
 	unsigned int i;
+	int dfd, fd, err;
 	size_t n;
 	long addr;
-	int fd, err;
 
-	if (!o->build_id_len)
-		return -ENODATA;
-	if (!dir || !*dir)
-		dir = DEFAULT_CACHE;
-	n = str_len(dir);
-	if (n + 2 + 2 * o->build_id_len + sizeof(".sframe") > sizeof(path))
-		return -ENAMETOOLONG;
-	copy_bytes(path, dir, n);
+	if (!o->build_id_len) {
+		err = -ENODATA;
+		goto out;
+	}
+	n = str_len(cache_dir);
+	copy_bytes(path, cache_dir, n);
 	path[n++] = '/';
+	name = path + n;
 	for (i = 0; i < o->build_id_len; i++) {
 		path[n++] = hex[o->build_id[i] >> 4];
 		path[n++] = hex[o->build_id[i] & 15];
 	}
 	copy_bytes(path + n, ".sframe", sizeof(".sframe"));
 
-	fd = sys_open(path);
-	if (fd < 0)
-		return fd;
-	err = sys(__NR_fstat, fd, (long)&st, 0, 0, 0, 0);
+	/* O_PATH: searching the directory is enough, as for a path. */
+	dfd = sys_openat(AT_FDCWD, cache_dir, O_PATH | O_DIRECTORY);
+	if (dfd < 0) {
+		err = dfd;
+		goto out;
+	}
+	err = sys_fstat(dfd, &st);
+	if (err) {
+		sys_close(dfd);
+		goto out;
+	}
+	if (!trusted(&st)) {
+		report_refused(o->path, "untrusted cache directory",
+			       cache_dir, &st);
+		sys_close(dfd);
+		return -EPERM;
+	}
+	/* A symbolic link would lead out of the directory checked: refused. */
+	fd = sys_openat(dfd, name, O_NOFOLLOW);
+	sys_close(dfd);
+	if (fd < 0) {
+		err = fd;
+		goto out;
+	}
+	err = sys_fstat(fd, &st);
 	if (!err && (!S_ISREG(st.st_mode) || st.st_size <= 0 ||
 		     st.st_size > MAX_SECTION))
 		err = -EINVAL;
+	if (!err && !trusted(&st)) {
+		report_refused(o->path, "untrusted cache file", path, &st);
+		sys_close(fd);
+		return -EPERM;
+	}
 	if (err) {
 		sys_close(fd);
-		return err;
+		goto out;
 	}
 	*len = st.st_size;
 	addr = sys(__NR_mmap, 0, *len, PROT_READ, MAP_PRIVATE, fd, 0);
 	sys_close(fd);
 	/* mmap's errors are the top page of addresses. */
-	if ((unsigned long)addr > -4096UL)
-		return addr;
+	if ((unsigned long)addr > -4096UL) {
+		err = addr;
+		goto out;
+	}
 	*map = (void *)addr;
 	return 0;
+out:
+	report(o->path, "no synthesized section in the cache", -err);
+	return err;
 }
 
 static struct reg *new_reg(void)
@@ -484,11 +612,9 @@ static struct reg *register_object(struct object *o)
 		return r;
 	}
 
-	ret = map_cached(o, &map, &len);
-	if (ret) {
-		report(o->path, "no synthesized section in the cache", -ret);
+	/* map_cached() reports its failures itself. */
+	if (map_cached(o, &map, &len))
 		return NULL;
-	}
 	/* Its addresses are the object's link-time ones: at the load bias. */
 	s.sframe_start = (uintptr_t)map;
 	s.sframe_size = len;
@@ -506,11 +632,30 @@ static struct reg *register_object(struct object *o)
 
 EXPORT unsigned int la_version(unsigned int version)
 {
-	const char *d = env("UNWIND_USER_AUDIT_DEBUG");
 	struct unwind_user_info info;
+	const char *d, *dir;
+	size_t n;
 	long ret;
 
+	/*
+	 * The environment once, before the program can change it (some
+	 * rewrite the initial stack's strings for their title), and not at
+	 * all under AT_SECURE. Without an initial stack there is no
+	 * auxiliary vector either: no environment, and root's files only.
+	 */
+	secure = auxval(AT_SECURE);
+	start_euid = auxval(AT_EUID);
+	d = secure ? NULL : env("UNWIND_USER_AUDIT_DEBUG");
+	dir = secure ? NULL : env("UNWIND_USER_SFRAME_CACHE");
 	debug = d && *d && !(d[0] == '0' && !d[1]);
+	if (!dir || !*dir)
+		dir = DEFAULT_CACHE;
+	n = str_len(dir);
+	/* Too long to open: no cache at all (""), not the default. */
+	if (n < sizeof(cache_dir))
+		copy_bytes(cache_dir, dir, n + 1);
+	else
+		report("UNWIND_USER_SFRAME_CACHE", "too long", ENAMETOOLONG);
 	/* A kernel without the unwinder: nothing to do for any object. */
 	ret = sys_prctl(PR_UNWIND_USER, UNWIND_USER_QUERY, (long)&info,
 			sizeof(info));
