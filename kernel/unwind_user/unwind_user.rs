@@ -684,11 +684,15 @@ pub unsafe extern "C" fn sframe_mm_dup(
     }
 }
 
-/// Frees the registry of `mm`, which has no users left.
+/// Frees the registry of `mm`, which has no users left: called from
+/// `__mmput()`, in process context, since freeing a table larger than
+/// kmalloc's largest size is a `vfree()`, which may sleep (`__mmdrop()`
+/// may run in atomic context, at a context switch).
 ///
 /// # Safety
 ///
-/// `mm` must be live and unused (called from `__mmdrop()`).
+/// `mm` must be live and have no users left: no task runs with it, so no
+/// walk can read its registry.
 #[no_mangle]
 pub unsafe extern "C" fn sframe_mm_free(mm: *mut bindings::mm_struct) {
     // SAFETY: The caller's contract.
