@@ -27,7 +27,7 @@ void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 		     unsigned long end);
 long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 		  unsigned long arg5);
-int unwind_user_assist_signal(struct mm_struct *mm, unsigned int *timeout_ms);
+int unwind_user_assist_signal(unsigned int *timeout_ms);
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
 
@@ -69,8 +69,7 @@ static inline long sframe_prctl(unsigned long op, unsigned long arg3,
 	return -EINVAL;
 }
 
-static inline int unwind_user_assist_signal(struct mm_struct *mm,
-					    unsigned int *timeout_ms)
+static inline int unwind_user_assist_signal(unsigned int *timeout_ms)
 {
 	return 0;
 }

@@ -33,10 +33,11 @@ use kernel::{
 /// Prefix of this crate's log messages (what `module!` would define).
 const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 
+mod assist;
 mod registry;
 mod step;
 
-use registry::{Assist, Fdes, FreMark, Section, SframeMm, MAX_SECTION_SIZE};
+use registry::{Fdes, FreMark, Section, SframeMm, MAX_SECTION_SIZE};
 
 /// Maps a decoder error found while validating a section to an errno:
 /// `EFAULT` (unreadable), `EOPNOTSUPP` (a version, ABI or byte order this
@@ -54,7 +55,7 @@ fn validation_errno(e: &sframe::Error) -> Error {
     Error::from_errno(-(errno as c_int))
 }
 
-fn eopnotsupp() -> Error {
+pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-(bindings::EOPNOTSUPP as c_int))
 }
 
@@ -284,7 +285,11 @@ pub extern "C" fn sframe_add_section(
 /// than `min` (the first version) is `EINVAL`; larger than a page, or a
 /// non-zero byte past the known fields (a newer ABI this kernel does not
 /// know), is `E2BIG`.
-fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong, min: usize) -> Result<[u8; N]> {
+pub(crate) fn read_versioned<const N: usize>(
+    ptr: c_ulong,
+    size: c_ulong,
+    min: usize,
+) -> Result<[u8; N]> {
     if size < min {
         return Err(EINVAL);
     }
@@ -306,7 +311,7 @@ fn read_versioned<const N: usize>(ptr: c_ulong, size: c_ulong, min: usize) -> Re
     Ok(buf)
 }
 
-fn u64_at(buf: &[u8], i: usize) -> u64 {
+pub(crate) fn u64_at(buf: &[u8], i: usize) -> u64 {
     let mut w = [0u8; 8];
     if let Some(b) = buf.get(i * 8..i * 8 + 8) {
         w.copy_from_slice(b);
@@ -415,125 +420,6 @@ fn prctl_query(ptr: c_ulong, size: c_ulong) -> Result {
         .write_slice(bytes)
 }
 
-const ASSIST_SIZE: usize = bindings::UNWIND_USER_ASSIST_SIZE_VER0 as usize;
-const FRAMES_SIZE: usize = bindings::UNWIND_USER_ASSIST_FRAMES_SIZE_VER0 as usize;
-
-fn u32_at(buf: &[u8], i: usize) -> u32 {
-    let mut w = [0u8; 4];
-    if let Some(b) = buf.get(i * 4..i * 4 + 4) {
-        w.copy_from_slice(b);
-    }
-    u32::from_ne_bytes(w)
-}
-
-/// `UNWIND_USER_ASSIST_ENABLE`: the signal, answer size and deadline this
-/// process wants, or signal 0 for none.
-fn prctl_assist_enable(ptr: c_ulong, size: c_ulong) -> Result {
-    let b = read_versioned::<ASSIST_SIZE>(ptr, size, ASSIST_SIZE)?;
-    let (signo, max_entries, timeout_ms, flags) =
-        (u32_at(&b, 0), u32_at(&b, 1), u32_at(&b, 2), u32_at(&b, 3));
-    if flags != 0 {
-        return Err(EINVAL);
-    }
-    let assist = if signo == 0 {
-        None
-    } else {
-        // SIGKILL and SIGSTOP cannot be caught: no handler would answer.
-        if signo > bindings::_NSIG
-            || signo == bindings::SIGKILL
-            || signo == bindings::SIGSTOP
-            || !(1..=bindings::UNWIND_USER_ASSIST_MAX_ENTRIES).contains(&max_entries)
-            || !(1..=bindings::UNWIND_USER_ASSIST_MAX_TIMEOUT_MS).contains(&timeout_ms)
-        {
-            return Err(EINVAL);
-        }
-        Some(Assist {
-            signo: u8::try_from(signo).map_err(|_| EINVAL)?,
-            max_entries: u16::try_from(max_entries).map_err(|_| EINVAL)?,
-            timeout_ms: u16::try_from(timeout_ms).map_err(|_| EINVAL)?,
-        })
-    };
-    // The cookie is a 64-bit si_value.
-    // SAFETY: Reads the current task's syscall state; no preconditions.
-    if unsafe { bindings::in_compat_syscall() } {
-        return Err(eopnotsupp());
-    }
-    let task = kernel::current!();
-    let mm = task.mm().ok_or(EINVAL)?.as_raw();
-    // SAFETY: `mm` is the current task's mm, live while it runs.
-    let _lock = unsafe { MmapWriteGuard::lock(mm) }?;
-    let state = if assist.is_some() {
-        // SAFETY: `mm` is the current mm, locked above.
-        unsafe { SframeMm::get_or_create(mm) }?
-    } else {
-        // SAFETY: As above.
-        match unsafe { SframeMm::get(mm) } {
-            Some(s) => s,
-            None => return Ok(()),
-        }
-    };
-    state.set_assist(assist);
-    Ok(())
-}
-
-/// `UNWIND_USER_ASSIST_SUBMIT`: the calling thread's own frames for the
-/// cookie it was sent.
-fn prctl_assist_submit(ptr: c_ulong, size: c_ulong) -> Result {
-    let b = read_versioned::<FRAMES_SIZE>(ptr, size, FRAMES_SIZE)?;
-    let (cookie, entries, nr, flags) = (u64_at(&b, 0), u64_at(&b, 1), u32_at(&b, 4), u32_at(&b, 5));
-    if flags != 0 {
-        return Err(EINVAL);
-    }
-    let task = kernel::current!();
-    let mm = task.mm().ok_or(EINVAL)?.as_raw();
-    // SAFETY: `mm` is the current task's mm, live while it runs.
-    let assist = unsafe { SframeMm::get(mm) }
-        .and_then(SframeMm::assist)
-        .ok_or(ENOENT)?;
-    if nr > u32::from(assist.max_entries) {
-        return Err(E2BIG);
-    }
-    // The ABI's entries are `__u64`, read straight into the C side's array.
-    const _: () = assert!(core::mem::size_of::<c_ulong>() == 8);
-    let mut frames = KVec::<c_ulong>::from_elem(0, nr as usize, registry::gfp())?;
-    let buf = frames.as_mut_slice().as_mut_bytes();
-    let entries = usize::try_from(entries).map_err(|_| EFAULT)?;
-    UserSlice::new(UserPtr::from_addr(entries), buf.len())
-        .reader()
-        .read_slice(buf)?;
-    // SAFETY: `frames` holds `nr` entries and outlives the call, which only
-    // reads them.
-    let r = unsafe { bindings::unwind_deferred_assist_submit(cookie, frames.as_mut_ptr(), nr) };
-    match r {
-        0 => Ok(()),
-        e => Err(Error::from_errno(e)),
-    }
-}
-
-/// The signal to send to a thread of `mm` with each deferred unwind's
-/// cookie, and in `*timeout_ms` how long its answer is taken; 0 if the
-/// process did not ask for user-assisted unwinding. Called from
-/// `kernel/unwind/deferred.c`, at NMI time too: one atomic read.
-///
-/// # Safety
-///
-/// `mm` must point to a live `mm_struct`, and `timeout_ms` be writable.
-#[no_mangle]
-pub unsafe extern "C" fn unwind_user_assist_signal(
-    mm: *mut bindings::mm_struct,
-    timeout_ms: *mut c_uint,
-) -> c_int {
-    // SAFETY: The caller's contract.
-    match unsafe { SframeMm::get(mm) }.and_then(SframeMm::assist) {
-        Some(a) => {
-            // SAFETY: The caller's contract.
-            unsafe { *timeout_ms = c_uint::from(a.timeout_ms) };
-            c_int::from(a.signo)
-        }
-        None => 0,
-    }
-}
-
 /// `prctl(PR_UNWIND_USER, op, arg3, arg4, arg5)`.
 #[no_mangle]
 pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> c_long {
@@ -544,8 +430,8 @@ pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: 
     const ASSIST_ENABLE: c_ulong = bindings::UNWIND_USER_ASSIST_ENABLE as c_ulong;
     const ASSIST_SUBMIT: c_ulong = bindings::UNWIND_USER_ASSIST_SUBMIT as c_ulong;
     let r = match op {
-        ASSIST_ENABLE if arg5 == 0 => prctl_assist_enable(arg3, arg4),
-        ASSIST_SUBMIT if arg5 == 0 => prctl_assist_submit(arg3, arg4),
+        ASSIST_ENABLE if arg5 == 0 => assist::enable(arg3, arg4),
+        ASSIST_SUBMIT if arg5 == 0 => assist::submit(arg3, arg4),
         REGISTER if arg5 == 0 => prctl_register(arg3, arg4),
         UNREGISTER if arg4 == 0 && arg5 == 0 => prctl_unregister(arg3),
         QUERY if arg5 == 0 => prctl_query(arg3, arg4),

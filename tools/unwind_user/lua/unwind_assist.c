@@ -191,8 +191,15 @@ static int on_close(lua_State *L)
 
 EXPORT int luaopen_unwind_assist(lua_State *L)
 {
+	/*
+	 * SA_NODEFER: the kernel never queues the request to a thread that
+	 * blocks the signal, and the handler would block it while it runs.
+	 * Samples taken in the handler after its answer (in the system call
+	 * that makes it) are then asked too, and answered by a nested call,
+	 * which touches nothing the outer one still uses.
+	 */
 	struct sigaction sa = { .sa_sigaction = on_request,
-				.sa_flags = SA_SIGINFO | SA_RESTART };
+				.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER };
 	struct unwind_user_assist a = {
 		.max_entries = MAX_ENTRIES, .timeout_ms = 100,
 	};

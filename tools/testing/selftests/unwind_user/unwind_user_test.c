@@ -125,6 +125,8 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 		.disabled = 1,
 		.defer_callchain = !sync,
 		.defer_output = !sync,
+		/* and the frames of a process that adds its own */
+		.defer_assist = !sync,
 		.sample_id_all = 1,
 		.wakeup_events = 1,
 	};

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User-assisted unwinding: the prctl ABI (`UNWIND_USER_ASSIST_ENABLE`,
+//! `UNWIND_USER_ASSIST_SUBMIT`) and what `kernel/unwind/deferred.c` asks of
+//! it at each deferred unwind.
+//!
+//! The opt-in belongs to the thread group that made it: one word in its
+//! `signal_struct`, which threads share and nothing else does. A child that
+//! is not a thread (fork, vfork, `posix_spawn()`, `system()`, a `CLONE_VM`
+//! child with handlers of its own) starts with a zeroed `signal_struct`,
+//! and exec clears the word: no image that did not install the handler is
+//! ever sent the signal.
+
+use crate::{eopnotsupp, read_versioned, registry, u64_at};
+use kernel::{
+    bindings,
+    error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
+    ffi::{c_int, c_uint, c_ulong},
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+    task::Task,
+    uaccess::{UserPtr, UserSlice},
+};
+
+const ASSIST_SIZE: usize = bindings::UNWIND_USER_ASSIST_SIZE_VER0 as usize;
+const FRAMES_SIZE: usize = bindings::UNWIND_USER_ASSIST_FRAMES_SIZE_VER0 as usize;
+
+/// What a process asked for with `UNWIND_USER_ASSIST_ENABLE`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Assist {
+    /// The signal sent with each deferred unwind's cookie.
+    signo: u8,
+    /// Most frames an answer may hold.
+    max_entries: u16,
+    /// How long an answer is taken after the signal.
+    timeout_ms: u16,
+}
+
+impl Assist {
+    /// One word, so that it is read and written whole, without a lock.
+    fn word(self) -> u64 {
+        u64::from(self.signo) | u64::from(self.max_entries) << 16 | u64::from(self.timeout_ms) << 32
+    }
+
+    fn from_word(w: u64) -> Option<Assist> {
+        Some(Assist {
+            signo: w as u8,
+            max_entries: (w >> 16) as u16,
+            timeout_ms: (w >> 32) as u16,
+        })
+        .filter(|a| a.signo != 0)
+    }
+
+    /// What the current thread group asked for, if anything.
+    fn current() -> Option<Assist> {
+        Assist::from_word(with_word(|w| w.load(Relaxed)))
+    }
+}
+
+/// Calls `f` with the current thread group's opt-in word,
+/// `current->signal->unwind_assist`, which is read and written whole.
+fn with_word<R>(f: impl FnOnce(&Atomic<u64>) -> R) -> R {
+    // SAFETY: `current` is live while it runs, and so is its
+    // `signal_struct` (freed only once the task is reaped); the field is
+    // aligned and only accessed atomically, through this function and
+    // `WRITE_ONCE()` at exec. `f` cannot keep the reference.
+    let word = unsafe { Atomic::from_ptr(&raw mut (*(*Task::current_raw()).signal).unwind_assist) };
+    f(word)
+}
+
+fn u32_at(buf: &[u8], i: usize) -> u32 {
+    let mut w = [0u8; 4];
+    if let Some(b) = buf.get(i * 4..i * 4 + 4) {
+        w.copy_from_slice(b);
+    }
+    u32::from_ne_bytes(w)
+}
+
+/// `UNWIND_USER_ASSIST_ENABLE`: the signal, answer size and deadline the
+/// calling thread group wants, or signal 0 for none.
+pub(crate) fn enable(ptr: c_ulong, size: c_ulong) -> Result {
+    let b = read_versioned::<ASSIST_SIZE>(ptr, size, ASSIST_SIZE)?;
+    let (signo, max_entries, timeout_ms, flags) =
+        (u32_at(&b, 0), u32_at(&b, 1), u32_at(&b, 2), u32_at(&b, 3));
+    if flags != 0 {
+        return Err(EINVAL);
+    }
+    let assist = if signo == 0 {
+        None
+    } else {
+        // SIGKILL and SIGSTOP cannot be caught: no handler would answer.
+        if signo > bindings::_NSIG
+            || signo == bindings::SIGKILL
+            || signo == bindings::SIGSTOP
+            || !(1..=bindings::UNWIND_USER_ASSIST_MAX_ENTRIES).contains(&max_entries)
+            || !(1..=bindings::UNWIND_USER_ASSIST_MAX_TIMEOUT_MS).contains(&timeout_ms)
+        {
+            return Err(EINVAL);
+        }
+        Some(Assist {
+            signo: u8::try_from(signo).map_err(|_| EINVAL)?,
+            max_entries: u16::try_from(max_entries).map_err(|_| EINVAL)?,
+            timeout_ms: u16::try_from(timeout_ms).map_err(|_| EINVAL)?,
+        })
+    };
+    // The cookie is a 64-bit si_value.
+    // SAFETY: Reads the current task's syscall state; no preconditions.
+    if unsafe { bindings::in_compat_syscall() } {
+        return Err(eopnotsupp());
+    }
+    with_word(|w| w.store(assist.map_or(0, Assist::word), Relaxed));
+    Ok(())
+}
+
+/// `UNWIND_USER_ASSIST_SUBMIT`: the calling thread's own frames for the
+/// cookie it was sent.
+pub(crate) fn submit(ptr: c_ulong, size: c_ulong) -> Result {
+    let b = read_versioned::<FRAMES_SIZE>(ptr, size, FRAMES_SIZE)?;
+    let (cookie, entries, nr, flags) = (u64_at(&b, 0), u64_at(&b, 1), u32_at(&b, 4), u32_at(&b, 5));
+    if flags != 0 {
+        return Err(EINVAL);
+    }
+    let assist = Assist::current().ok_or(ENOENT)?;
+    if nr > u32::from(assist.max_entries) {
+        return Err(E2BIG);
+    }
+    // The ABI's entries are `__u64`, read straight into the C side's array.
+    const _: () = assert!(core::mem::size_of::<c_ulong>() == 8);
+    let mut frames = KVec::<c_ulong>::from_elem(0, nr as usize, registry::gfp())?;
+    let buf = frames.as_mut_slice().as_mut_bytes();
+    let entries = usize::try_from(entries).map_err(|_| EFAULT)?;
+    UserSlice::new(UserPtr::from_addr(entries), buf.len())
+        .reader()
+        .read_slice(buf)?;
+    // SAFETY: `frames` holds `nr` entries and outlives the call, which only
+    // reads them.
+    let r = unsafe { bindings::unwind_deferred_assist_submit(cookie, frames.as_mut_ptr(), nr) };
+    match r {
+        0 => Ok(()),
+        e => Err(Error::from_errno(e)),
+    }
+}
+
+/// The signal to send to the current thread with each deferred unwind's
+/// cookie, and in `*timeout_ms` how long its answer is taken; 0 if its
+/// thread group did not ask for user-assisted unwinding. Called from
+/// `kernel/unwind/deferred.c`, at NMI time too: one atomic read.
+///
+/// # Safety
+///
+/// `timeout_ms` must be valid for writes.
+#[export]
+pub(crate) unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c_int {
+    match Assist::current() {
+        Some(a) => {
+            // SAFETY: The caller's contract.
+            unsafe { *timeout_ms = c_uint::from(a.timeout_ms) };
+            c_int::from(a.signo)
+        }
+        None => 0,
+    }
+}
