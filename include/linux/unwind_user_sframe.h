@@ -19,6 +19,8 @@ bool unwind_user_sframe_start(struct mm_struct *mm,
 int unwind_user_sframe_next(struct unwind_user_state *state,
 			    struct unwind_user_frame *frame);
 void unwind_user_sframe_done(const struct unwind_user_state *state);
+bool unwind_user_sframe_ra_ok(const struct unwind_user_state *state,
+			      unsigned long ra);
 int sframe_add_section(unsigned long sframe_start, unsigned long sframe_end,
 		       unsigned long text_start, unsigned long text_end);
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
@@ -44,6 +46,12 @@ static inline int unwind_user_sframe_next(struct unwind_user_state *state,
 }
 
 static inline void unwind_user_sframe_done(const struct unwind_user_state *state) {}
+
+static inline bool unwind_user_sframe_ra_ok(const struct unwind_user_state *state,
+					    unsigned long ra)
+{
+	return true;
+}
 
 static inline int sframe_add_section(unsigned long sframe_start,
 				     unsigned long sframe_end,

@@ -170,10 +170,13 @@ pub(crate) struct CachedRule {
 pub(crate) enum Cached {
     /// The frame's rule.
     Rule(CachedRule),
-    /// No row describes the PC, or its row leaves the frame to the frame
+    /// No section covers the PC, or its row leaves the frame to the frame
     /// pointer (and the PC is not the signal trampoline): the frame-pointer
     /// rule gets the frame.
     FramePointer,
+    /// The PC is in a section's text but no row describes it, and the
+    /// section does not say its code keeps frame pointers: the walk ends.
+    End,
 }
 
 /// A cache from PC to frame rule, one per address space: return addresses
@@ -197,7 +200,8 @@ pub(crate) enum Cached {
 /// one; bits 15-7 are the CFA offset in words (9 bits, signed), bits 6-1
 /// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
 /// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
-/// means [`Cached::FramePointer`]. A rule that does not fit is not cached;
+/// means [`Cached::FramePointer`], or [`Cached::End`] with bit 0 set. A
+/// rule that does not fit is not cached;
 /// a PC below the first page or above 2^47 is not cached. An empty slot
 /// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
 /// the step gives such a PC anyway: the probe need not check for it.
@@ -264,8 +268,10 @@ impl RuleCache {
             .iter()
             .map(Self::read)
             .find(|&w| w ^ key < 1 << 16)?;
-        if w & 0xffff == 0 {
-            return Some(Cached::FramePointer);
+        match w & 0xffff {
+            0 => return Some(Cached::FramePointer),
+            1 => return Some(Cached::End),
+            _ => {}
         }
         // Sign-extend the 9- and 6-bit fields.
         let cfa_words = (((w >> 7) as i64) << 55 >> 55) as i32;
@@ -277,9 +283,12 @@ impl RuleCache {
         }))
     }
 
-    fn put(&self, pc: usize, adj: bool, gen: u64, c: Cached) {
+    /// Stores what `pc` unwinds with, in generation `gen`, and returns the
+    /// slot it went to and the word stored there.
+    fn put(&self, pc: usize, adj: bool, gen: u64, c: Cached) -> Option<(&Atomic<u64>, u64)> {
         let rule = match c {
             Cached::FramePointer => 0,
+            Cached::End => 1,
             Cached::Rule(r) => {
                 let fits = r.cfa_off != 0
                     && r.cfa_off % 8 == 0
@@ -287,19 +296,18 @@ impl RuleCache {
                     && r.fp_off % 8 == 0
                     && (-32..32).contains(&(r.fp_off / 8));
                 if !fits {
-                    return;
+                    return None;
                 }
                 let cfa = ((r.cfa_off / 8) as u64) & 0x1ff;
                 let fp = ((r.fp_off / 8) as u64) & 0x3f;
                 cfa << 7 | fp << 1 | u64::from(r.use_fp)
             }
         };
-        let Some(key) = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE) else {
-            return;
-        };
+        let key = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE)?;
         // The new entry goes first; the ones before its old place (or all
         // but the last) move one way down. Racing writers may lose an entry
         // or store one twice: either only costs a later lookup.
+        let first = self.ways(pc).first()?;
         let mut carry = key | rule;
         for way in self.ways(pc) {
             let old = way.load(Relaxed);
@@ -309,6 +317,7 @@ impl RuleCache {
             }
             carry = old;
         }
+        Some((first, key | rule))
     }
 
     fn clear(&self) {
@@ -439,6 +448,11 @@ impl Entry {
 /// Every SFrame lookup ends in exactly one of `sframe_frames`,
 /// `fp_fallbacks`, `errors` and `nofault_faults`: their sum is the number
 /// of lookups (`unwinds` in the query).
+///
+/// On cache lines of their own: every walk of every thread adds to them at
+/// its end, and none of that traffic should evict the fields every step
+/// reads (the table, the generation, the rule cache's address).
+#[repr(C, align(64))]
 pub(crate) struct Counters {
     pub(crate) sframe_frames: Atomic<u64>,
     pub(crate) fp_fallbacks: Atomic<u64>,
@@ -486,36 +500,25 @@ pub(crate) struct SframeMm {
     /// entry. A walk starts with one read of it.
     gen: Atomic<u64>,
     cache: KBox<RuleCache>,
-    /// User-assisted unwinding, as [`Assist::word`] packs it (0: off); read
-    /// without a lock, at NMI time too.
-    assist: Atomic<u64>,
     pub(crate) counters: Counters,
 }
 
-/// What a process asked for with `UNWIND_USER_ASSIST_ENABLE`.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Assist {
-    /// The signal sent with each deferred unwind's cookie.
-    pub(crate) signo: u8,
-    /// Most frames an answer may hold.
-    pub(crate) max_entries: u16,
-    /// How long an answer is taken after the signal.
-    pub(crate) timeout_ms: u16,
+/// Preemption off while it lives: `preempt_disable()` to
+/// `preempt_enable()`, for a few instructions, in any context.
+struct NoPreempt;
+
+impl NoPreempt {
+    fn new() -> Self {
+        // SAFETY: Only raises the preemption count, which `drop` lowers.
+        unsafe { bindings::preempt_disable() };
+        NoPreempt
+    }
 }
 
-impl Assist {
-    /// One word, so that it is read and written whole, without a lock.
-    fn word(self) -> u64 {
-        u64::from(self.signo) | u64::from(self.max_entries) << 16 | u64::from(self.timeout_ms) << 32
-    }
-
-    fn from_word(w: u64) -> Option<Assist> {
-        Some(Assist {
-            signo: w as u8,
-            max_entries: (w >> 16) as u16,
-            timeout_ms: (w >> 32) as u16,
-        })
-        .filter(|a| a.signo != 0)
+impl Drop for NoPreempt {
+    fn drop(&mut self) {
+        // SAFETY: Paired with the `preempt_disable()` of `new`.
+        unsafe { bindings::preempt_enable() };
     }
 }
 
@@ -552,7 +555,6 @@ impl SframeMm {
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
-                assist: Atomic::new(0),
                 counters: Counters {
                     sframe_frames: Atomic::new(0),
                     fp_fallbacks: Atomic::new(0),
@@ -744,19 +746,7 @@ impl SframeMm {
             dst.publish(Table::rebuild(Some(old), keep, None)?);
             dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
         }
-        // The child inherits the signal handlers, so it answers too.
-        dst.assist.store(self.assist.load(Relaxed), Relaxed);
         Ok(())
-    }
-
-    /// User-assisted unwinding as the process asked for it, if at all.
-    pub(crate) fn assist(&self) -> Option<Assist> {
-        Assist::from_word(self.assist.load(Relaxed))
-    }
-
-    /// Turns user-assisted unwinding on with `a`, or off with `None`.
-    pub(crate) fn set_assist(&self, a: Option<Assist>) {
-        self.assist.store(a.map_or(0, Assist::word), Relaxed);
     }
 
     /// Number of live registrations.
@@ -792,13 +782,35 @@ impl SframeMm {
         Lookup { found, gen }
     }
 
+    /// Is `pc` in the text of a live registration? Such text was one
+    /// executable mapping when it was registered, and unmapping any of it
+    /// drops the registration. Lock-free.
+    pub(crate) fn covers(&self, pc: usize) -> bool {
+        let guard = rcu::read_lock();
+        self.table(&guard).and_then(|t| t.find(pc)).is_some()
+    }
+
     /// Caches what `pc` (`adj`: a return address minus one) unwinds with,
     /// as found by a lookup in generation `gen`, unless the registry has
     /// changed since (the answer may be stale, and a walk of the new
     /// generation must not take it).
+    ///
+    /// A slot holds 7 bits of the generation, so a rule stored after 128
+    /// changes (or a multiple) since the check would pass for current: the
+    /// check and the store are made with preemption off, a few instructions
+    /// apart, and a second check takes back a store that a change overtook
+    /// (the change emptied the cache before the store landed).
     pub(crate) fn remember(&self, pc: usize, adj: bool, gen: u64, c: Cached) {
-        if self.gen() == gen {
-            self.cache.put(pc, adj, gen, c);
+        let _no_preempt = NoPreempt::new();
+        if self.gen() != gen {
+            return;
+        }
+        if let Some((slot, word)) = self.cache.put(pc, adj, gen, c) {
+            if self.gen() != gen {
+                // Only if no writer replaced it since; a lost entry only
+                // costs a later lookup.
+                let _ = slot.cmpxchg(word, 0, Relaxed);
+            }
         }
     }
 

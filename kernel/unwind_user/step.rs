@@ -216,6 +216,32 @@ fn keeps_fp(row: &Row) -> bool {
     row.cfa.base == Base::Fp && matches!(row.fp, RegRule::CfaOffset(_))
 }
 
+/// Is `ra`, which the frame-pointer rule read in a walk of the current
+/// task, in code? In a registered text it is. Elsewhere the deferred walk
+/// asks the VMA: %rbp of code built without frame pointers may point at
+/// anything, and what lies above it is as likely a saved pointer as a
+/// return address. At NMI or IRQ time the VMAs cannot be looked up, and the
+/// caller's check (not on the stack walked so far) is all there is.
+pub(crate) fn fp_ra_in_code(mm: &SframeMm, state: &bindings::unwind_user_state, ra: usize) -> bool {
+    use kernel::mm::virt::flags::EXEC;
+    if state.nofault || mm.covers(ra) {
+        return true;
+    }
+    let task = kernel::current!();
+    let Some(umm) = task.mm() else {
+        return false;
+    };
+    // Without the mmap lock when the VMA can be locked alone.
+    if let Some(vma) = umm.lock_vma_under_rcu(ra) {
+        return vma.flags() & EXEC != 0;
+    }
+    let mmap = umm.mmap_read_lock();
+    let in_code = mmap
+        .vma_lookup(ra)
+        .is_some_and(|vma| vma.flags() & EXEC != 0);
+    in_code
+}
+
 /// What one step did.
 enum Step {
     /// `frame` describes the frame; the generic step applies it.
@@ -229,10 +255,24 @@ enum Step {
 /// musl's `__restore_rt`, where a signal handler returns to.
 const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
 
-/// Is `state->ip` the signal trampoline? Only asked for IPs no section
-/// covers: a return address into `__restore_rt` is its first byte.
-fn at_sigreturn(state: &bindings::unwind_user_state, mem: UserMem) -> bool {
-    matches!(mem.read::<9>(state.ip), Ok(code) if code == RT_SIGRETURN)
+/// Is `state->ip` the signal trampoline? Only asked for IPs no row
+/// describes: a return address into `__restore_rt` is its first byte.
+/// `EFAULT` when the code could not be read: at NMI or IRQ time, a page
+/// not resident, which the deferred unwind may read.
+fn at_sigreturn(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result<bool> {
+    match mem.read::<9>(state.ip) {
+        Ok(code) => Ok(code == RT_SIGRETURN),
+        Err(e) => {
+            if state.nofault {
+                bump(&mut state.sframe_faults);
+                state.prefault = true;
+                state.incomplete = true;
+            } else {
+                bump(&mut state.sframe_errors);
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Steps over a signal frame: when the handler returned into the
@@ -367,9 +407,11 @@ fn read_row(
 /// expressed but says the function keeps a frame pointer: the caller falls
 /// back to the frame-pointer rule for this frame. Any other error ends the
 /// walk, since the code was built without frame pointers: `-EINVAL` when
-/// the row cannot be expressed or the section turned out malformed (the
-/// registration is then dropped), `-EFAULT` when the section could not be
-/// read, `-E2BIG` when the walk has read as much of its sections as it may.
+/// the row cannot be expressed, when no row describes an IP in a section's
+/// text (and the section does not say its code keeps frame pointers), or
+/// when the section turned out malformed (the registration is then
+/// dropped), `-EFAULT` when the section or the code could not be read,
+/// `-E2BIG` when the walk has read as much of its sections as it may.
 ///
 /// A PC seen before is answered here, from the rule cache, with no call:
 /// that is the steady state of a profiled process, and what keeps a step
@@ -397,6 +439,10 @@ pub(crate) fn next(
         Some(Cached::FramePointer) => {
             bump(&mut state.sframe_fallbacks);
             ENOENT.to_errno()
+        }
+        Some(Cached::End) => {
+            bump(&mut state.sframe_frames);
+            EINVAL.to_errno()
         }
         None => next_uncached(mm, state, frame),
     }
@@ -482,7 +528,7 @@ fn lookup_step(
         // A signal frame: marked as such (V3), or a return address that is
         // the trampoline (which distribution libcs ship without SFrame, and
         // which may sit in a registered text that has no FDE for it).
-        None if row.as_ref().is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem) => {
+        None if row.as_ref().is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem)? => {
             if let Err(e) = unwind_signal_frame(state, mem) {
                 bump(&mut state.sframe_errors);
                 return Err(e);
@@ -490,7 +536,18 @@ fn lookup_step(
             bump(&mut state.sframe_frames);
             Ok(Step::Signal)
         }
-        // Nothing describes the frame, or its row cannot be expressed but
+        // In a section's text that no row describes (code the linker
+        // added, static libraries built without SFrame): unless the section
+        // says its code keeps frame pointers, %rbp is just another
+        // register there, and the frame-pointer rule would report whatever
+        // it points at as the caller. The walk ends, as at an outermost
+        // row: the section said so, nothing went wrong.
+        None if row.is_none() && found.is_some_and(|f| !f.header.keeps_frame_pointers()) => {
+            remember(Cached::End);
+            bump(&mut state.sframe_frames);
+            Err(EINVAL)
+        }
+        // No section covers the frame, or its row cannot be expressed but
         // has the CFA on a frame pointer the function set up: the
         // frame-pointer rule gets the frame.
         None if row.as_ref().is_none_or(keeps_fp) => {

@@ -19,8 +19,8 @@
 use core::cell::RefCell;
 use kernel::{
     bindings,
-    error::code::{E2BIG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM, ERANGE},
-    ffi::{c_int, c_long, c_uint, c_ulong},
+    error::code::{E2BIG, EFAULT, EINTR, EINVAL, ENOENT, ENOMEM, ENOSPC, ERANGE},
+    ffi::{c_int, c_long, c_ulong},
     mm::virt::VmaRef,
     prelude::*,
     sync::{
@@ -139,6 +139,13 @@ fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Arc<Fdes>> {
     let text_start = s.text_start as u64;
     let text_len = (s.text_end - s.text_start) as u64;
     let header = *sec.header();
+    // The header's count is checked against the section's size only: a
+    // 64 MiB section could ask for a 64 MiB table before the registry's
+    // budget refused it.
+    let table_bytes = (header.num_fdes as usize).saturating_mul(size_of::<sframe::PackedFde>());
+    if table_bytes > registry::MAX_FDE_BYTES {
+        return Err(refuse("FDE table over budget", s, ENOSPC));
+    }
     let every = registry::FRE_MARK_EVERY;
     let mut packed = KVVec::with_capacity(sec.num_fdes() as usize, registry::gfp())?;
     // Reserved by the FDE callback, filled by the mark callback, which
@@ -511,6 +518,28 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     step::next(smm, state, frame)
 }
 
+/// May `ra`, which the frame-pointer rule read in the walk of `state`, be
+/// taken as a return address? In a walk that has SFrame sections, only if
+/// it is in code (see [`step::fp_ra_in_code`]); in any other walk, yes.
+///
+/// # Safety
+///
+/// As for `unwind_user_sframe_done()`; in task context, the walk must be
+/// one that may sleep (`state->nofault` clear).
+#[no_mangle]
+pub unsafe extern "C" fn unwind_user_sframe_ra_ok(
+    state: *const bindings::unwind_user_state,
+    ra: c_ulong,
+) -> bool {
+    // SAFETY: Valid (the caller's contract), only read.
+    let state = unsafe { &*state };
+    // SAFETY: Null, or set up by `unwind_user_sframe_start()`.
+    match unsafe { walk_registry(state) } {
+        Some(smm) => step::fp_ra_in_code(smm, state, ra),
+        None => true,
+    }
+}
+
 /// Ends a walk that `unwind_user_sframe_next()` took part in: adds its
 /// counts to the address space's counters.
 ///
@@ -815,6 +844,10 @@ mod tests {
     fn rule_cache() -> Result {
         let mm = Private::new()?;
         mm.add(sec(0x1000, 0x1000), none()?)?;
+        // The frame-pointer rule's return addresses in a registered text
+        // need no VMA lookup.
+        assert!(mm.covers(0x1000) && mm.covers(0x1fff));
+        assert!(!mm.covers(0xfff) && !mm.covers(0x2000));
         let rule = CachedRule {
             cfa_off: 16,
             fp_off: -16,
@@ -879,6 +912,19 @@ mod tests {
         }
         remember(0x9000, Cached::FramePointer);
         assert_eq!(cached(0x9000), Some(Cached::FramePointer));
+        remember(0x9100, Cached::End);
+        assert_eq!(cached(0x9100), Some(Cached::End));
+        // A rule with a CFA of FP + 0 does not fit: it cannot be taken for
+        // the end of a walk (its bits would read as one).
+        remember(
+            0x9200,
+            Cached::Rule(CachedRule {
+                cfa_off: 0,
+                fp_off: 0,
+                use_fp: true,
+            }),
+        );
+        assert_eq!(cached(0x9200), None);
         // Any registry change starts a new generation: what was cached, or
         // found before it, is not taken by walks that start after it, and
         // the cache is emptied for them.

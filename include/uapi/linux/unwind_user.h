@@ -73,7 +73,9 @@ struct unwind_user_sframe {
  * struct unwind_user_info - state of this process's unwinder
  * @nr_sections:    sections registered now
  * @unwinds:        SFrame lookups done for this address space
- * @sframe_frames:  frames unwound with SFrame
+ * @sframe_frames:  frames unwound with SFrame, or where SFrame ends the walk
+ *                  (an outermost row; code in a section's text that no row
+ *                  describes)
  * @fp_fallbacks:   frames no section covered, left to the frame-pointer rule
  * @errors:         walks ended at a covered frame: its section malformed or
  *                  unreadable, its row inexpressible, the read budget spent

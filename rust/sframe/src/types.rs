@@ -170,6 +170,13 @@ impl Header {
         self.flags & F_FDE_SORTED != 0
     }
 
+    /// Whether the section says all of its code keeps a frame pointer
+    /// (`SFRAME_F_FRAME_POINTER`, versions 1 and 2 only): then code in its
+    /// text that no FDE describes can be unwound with frame pointers too.
+    pub fn keeps_frame_pointers(&self) -> bool {
+        self.flags & F_FRAME_POINTER != 0
+    }
+
     /// Whether function start offsets are relative to their own field.
     pub fn func_start_pcrel(&self) -> bool {
         self.flags & F_FDE_FUNC_START_PCREL != 0
