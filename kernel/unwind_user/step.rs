@@ -440,8 +440,9 @@ pub(crate) fn next(
             bump(&mut state.sframe_fallbacks);
             ENOENT.to_errno()
         }
+        // A frame of the section's, whose answer was kept: cached.
         Some(Cached::End) => {
-            bump(&mut state.sframe_frames);
+            bump(&mut state.sframe_cached);
             EINVAL.to_errno()
         }
         None => next_uncached(mm, state, frame),
