@@ -21,7 +21,8 @@
  *
  * is left to the frame-pointer rule, which must not take an address on
  * the stack, between the walk's first SP and the frame's CFA, for a
- * return address.
+ * return address; nor, in the deferred walk, one outside executable
+ * memory (the fourth case: a data address in the fake frame).
  *
  * Each case is sampled with deferred callchains (walked whole at sample
  * time), with the deferred walk alone (unwind_user_nmi_sframe=0) and at
@@ -427,6 +428,42 @@ TEST_F(noinvent, unregistered_code)
 	report(_metadata, variant,
 	       "unregistered copy, stack address in the fake frame", &v);
 	sym_clear_added();
+	munmap(code, page);
+}
+
+/*
+ * Case D: the same unregistered copy, the fake frame's return address in a
+ * mapping that is readable but not executable (not on the stack either).
+ * Only a walk that may look VMAs up, the deferred one, can tell it is no
+ * code: at sample time the frame-pointer rule has nothing better to go by,
+ * so only the deferred walk is checked.
+ */
+TEST_F(noinvent, unregistered_noexec_address)
+{
+	size_t page = sysconf(_SC_PAGESIZE);
+	struct verdict v;
+	uint8_t *code, *data;
+
+	if (!variant->deferred_walk)
+		SKIP(return, "only the deferred walk looks up the VMA");
+	code = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, code);
+	data = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, data);
+	memset(code, 0xcc, page);
+	memcpy(code, (const void *)spin_nofde, self->fn_size);
+	ASSERT_EQ(0, mprotect(code, page, PROT_READ | PROT_EXEC));
+	sym_add("spin_nofde_copy", (uintptr_t)code, self->fn_size);
+
+	v = sample_case(_metadata, self, variant, (spin_fn)(uintptr_t)code,
+			(uintptr_t)data + 64, (uintptr_t)code, self->fn_size,
+			"spin_nofde_copy", true);
+	report(_metadata, variant,
+	       "unregistered copy, a data address in the fake frame", &v);
+	sym_clear_added();
+	munmap(data, page);
 	munmap(code, page);
 }
 
