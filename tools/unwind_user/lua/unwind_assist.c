@@ -192,14 +192,12 @@ static int on_close(lua_State *L)
 EXPORT int luaopen_unwind_assist(lua_State *L)
 {
 	/*
-	 * SA_NODEFER: the kernel never queues the request to a thread that
-	 * blocks the signal, and the handler would block it while it runs.
-	 * Samples taken in the handler after its answer (in the system call
-	 * that makes it) are then asked too, and answered by a nested call,
-	 * which touches nothing the outer one still uses.
+	 * Without SA_NODEFER: the handler blocks its signal while it runs, so
+	 * the samples taken in it (the cost of answering) are not asked about,
+	 * and no answer ever leads to another.
 	 */
 	struct sigaction sa = { .sa_sigaction = on_request,
-				.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER };
+				.sa_flags = SA_SIGINFO | SA_RESTART };
 	struct unwind_user_assist a = {
 		.max_entries = MAX_ENTRIES, .timeout_ms = 100,
 	};
