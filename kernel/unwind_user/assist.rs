@@ -88,10 +88,13 @@ pub(crate) fn enable(ptr: c_ulong, size: c_ulong) -> Result {
     let assist = if signo == 0 {
         None
     } else {
-        // SIGKILL and SIGSTOP cannot be caught: no handler would answer.
-        if signo > bindings::_NSIG
-            || signo == bindings::SIGKILL
-            || signo == bindings::SIGSTOP
+        // A signal with no other meaning: SIGUSR1, SIGUSR2 or a real-time
+        // one. Queueing a stop signal discards a pending SIGCONT, SIGCONT
+        // ends a group stop; SIGKILL and SIGSTOP have no handler.
+        let free = signo == bindings::SIGUSR1
+            || signo == bindings::SIGUSR2
+            || (bindings::SIGRTMIN..=bindings::_NSIG).contains(&signo);
+        if !free
             || !(1..=bindings::UNWIND_USER_ASSIST_MAX_ENTRIES).contains(&max_entries)
             || !(1..=bindings::UNWIND_USER_ASSIST_MAX_TIMEOUT_MS).contains(&timeout_ms)
         {

@@ -806,6 +806,9 @@ impl SframeMm {
             return;
         }
         if let Some((slot, word)) = self.cache.put(pc, adj, gen, c) {
+            // The store before the load: a writer's change and emptying of
+            // the cache, seen or not, is ordered with it.
+            kernel::sync::barrier::smp_mb();
             if self.gen() != gen {
                 // Only if no writer replaced it since; a lost entry only
                 // costs a later lookup.

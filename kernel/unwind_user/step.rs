@@ -257,19 +257,18 @@ const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0
 
 /// Is `state->ip` the signal trampoline? Only asked for IPs no row
 /// describes: a return address into `__restore_rt` is its first byte.
-/// `EFAULT` when the code could not be read: at NMI or IRQ time, a page
-/// not resident, which the deferred unwind may read.
+/// Code that cannot be read in task context (execute-only, or the end of a
+/// mapping) is not the trampoline; at NMI or IRQ time it may be a page not
+/// resident, which the deferred unwind can read: `EFAULT`, and the walk
+/// ends there as incomplete.
 fn at_sigreturn(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result<bool> {
     match mem.read::<9>(state.ip) {
         Ok(code) => Ok(code == RT_SIGRETURN),
+        Err(_) if !state.nofault => Ok(false),
         Err(e) => {
-            if state.nofault {
-                bump(&mut state.sframe_faults);
-                state.prefault = true;
-                state.incomplete = true;
-            } else {
-                bump(&mut state.sframe_errors);
-            }
+            bump(&mut state.sframe_faults);
+            state.prefault = true;
+            state.incomplete = true;
             Err(e)
         }
     }

@@ -116,7 +116,7 @@ struct unwind_user_info {
  *               of one of the process's threads, to that thread, with
  *               the unwind's cookie in si_value.sival_ptr (si_code
  *               SI_QUEUE, si_pid 0); 0 turns user-assisted unwinding off.
- *               Not SIGKILL or SIGSTOP.
+ *               SIGUSR1, SIGUSR2 or a real-time signal.
  * @max_entries: most frames an answer may hold, 1 to
  *               UNWIND_USER_ASSIST_MAX_ENTRIES
  * @timeout_ms:  how long after the signal was sent an answer is taken,

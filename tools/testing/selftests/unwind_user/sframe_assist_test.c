@@ -505,6 +505,13 @@ TEST(assist_enable_errors)
 	EXPECT_EQ(-EINVAL, assist_enable(SIGKILL, MAX_ENTRIES, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(SIGSTOP, MAX_ENTRIES, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(65, MAX_ENTRIES, TIMEOUT_MS));
+	/* Signals with a meaning of their own: stop, continue, a child's. */
+	EXPECT_EQ(-EINVAL, assist_enable(SIGTSTP, MAX_ENTRIES, TIMEOUT_MS));
+	EXPECT_EQ(-EINVAL, assist_enable(SIGCONT, MAX_ENTRIES, TIMEOUT_MS));
+	EXPECT_EQ(-EINVAL, assist_enable(SIGCHLD, MAX_ENTRIES, TIMEOUT_MS));
+	EXPECT_EQ(0, assist_enable(SIGUSR2, MAX_ENTRIES, TIMEOUT_MS));
+	EXPECT_EQ(0, assist_enable(SIGRTMAX, MAX_ENTRIES, TIMEOUT_MS));
+	EXPECT_EQ(0, assist_enable(0, MAX_ENTRIES, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(ASSIST_SIG, 0, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(ASSIST_SIG,
 					 UNWIND_USER_ASSIST_MAX_ENTRIES + 1,
