@@ -24,6 +24,11 @@ APT_PKGS=(
 	libclang1-19
 	# The selftest programs of other SFrame producers (bookworm-security).
 	clang-22 lld-22 llvm-22
+	# make check-kasan builds the kernel with clang-22 (LLVM=-22), and
+	# bindgen must then use libclang 22: libclang 19 rejects the warning
+	# options the kernel found clang-22 to accept (clang-22 pulls it in
+	# today; named so that stays true).
+	libclang1-22
 	binutils file
 	# tools/testing/vma, the mm's user-space VMA tests (the registry's
 	# munmap hook has a stub there).

@@ -9,6 +9,8 @@
 #   the tests print) to OUTDIR/results.log; in shell mode ttyS0 is this
 #   terminal.  TIMEOUT bounds the whole boot; 0 means no bound (shell).
 #   Exit status: 0 if the guest powered off by itself, 124 on timeout.
+#   GUEST_MEM: the guest's memory (QEMU's -m), 2G unless set (make
+#   check-kasan gives more: KASAN's shadow takes an eighth of it).
 set -euo pipefail
 
 BZ=$1 INITRD=$2 OUT=$3 MODE=$4 TIMEOUT=$5
@@ -52,7 +54,7 @@ echo "run-guest: $MODE, $ACCEL, timeout ${TIMEOUT}s, logs in $OUT" >&2
 echo "$ACCEL" >"$OUT/accel"
 
 CMDLINE="console=ttyS0 panic=-1 oops=panic harness=$MODE loglevel=7"
-QEMU=(qemu-system-x86_64 "${QACCEL[@]}" -m 2G -smp 2 -nographic -no-reboot
+QEMU=(qemu-system-x86_64 "${QACCEL[@]}" -m "${GUEST_MEM:-2G}" -smp 2 -nographic -no-reboot
 	-kernel "$BZ" -initrd "$INITRD" -monitor none)
 
 if [ "$MODE" = shell ]; then
