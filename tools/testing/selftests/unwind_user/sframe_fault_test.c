@@ -131,7 +131,11 @@ enum exec_child_status {
  * is user space's business; the kernel log is checked by the harness.
  */
 
-TEST_F(fault, exec)
+/*
+ * Each of the 200-odd injection points is a fork and an exec: 25 s of the
+ * harness's default 30 on the debug kernel, 36 s with KASAN.
+ */
+TEST_F_TIMEOUT(fault, exec, 120)
 {
 	unsigned int n, failed = 0, died = 0;
 
