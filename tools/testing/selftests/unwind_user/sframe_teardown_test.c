@@ -327,32 +327,14 @@ TEST_F_TIMEOUT(teardown, fork_child_exits, 120)
 }
 
 /*
- * A child registers its own table and exits (in the budget case, where
- * there is room for one table only, it takes over the inherited one).
+ * A child registers its own table (in the budget case, where there is
+ * room for one table only, it takes over the inherited one), then exits,
+ * or with @then_exec execs, which drops the old mm at exec.
  */
-TEST_F_TIMEOUT(teardown, child_registers_exits, 120)
-{
-	bool inherited = variant->nr == NR_BUDGET;
-	pid_t pid;
-
-	if (inherited)
-		reg_here(_metadata, self);
-	fflush(stdout);
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		int err = child_own_registration(&self->b, inherited);
-
-		if (err)
-			_exit(err);
-		_exit(nr_sections() == self->base + 1 ? 0 : 12);
-	}
-	EXPECT_EQ(0, reap(pid));
-	check_log(_metadata, self, "child registers and exits");
-}
-
-/* A child registers its own table, then execs (the old mm goes at exec). */
-TEST_F_TIMEOUT(teardown, child_registers_execs, 120)
+static void child_registers(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(teardown) *self,
+			    const FIXTURE_VARIANT(teardown) *variant,
+			    bool then_exec, const char *what)
 {
 	char *const argv[] = { "sframe_teardown_test", EXIT_ARG, NULL };
 	char *const envp[] = { NULL };
@@ -371,11 +353,25 @@ TEST_F_TIMEOUT(teardown, child_registers_execs, 120)
 			_exit(err);
 		if (nr_sections() != self->base + 1)
 			_exit(12);
+		if (!then_exec)
+			_exit(0);
 		execve("/proc/self/exe", argv, envp);
 		_exit(127);
 	}
 	EXPECT_EQ(0, reap(pid));
-	check_log(_metadata, self, "child registers and execs");
+	check_log(_metadata, self, what);
+}
+
+TEST_F_TIMEOUT(teardown, child_registers_exits, 120)
+{
+	child_registers(_metadata, self, variant, false,
+			"child registers and exits");
+}
+
+TEST_F_TIMEOUT(teardown, child_registers_execs, 120)
+{
+	child_registers(_metadata, self, variant, true,
+			"child registers and execs");
 }
 
 /*
