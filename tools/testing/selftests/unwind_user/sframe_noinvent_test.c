@@ -378,6 +378,27 @@ static void report(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, v->invented);
 }
 
+/*
+ * spin_nofde() copied into a page of an anonymous executable mapping that
+ * no section covers, named spin_nofde_copy; NULL if that failed.
+ */
+static uint8_t *unregistered_copy(FIXTURE_DATA(noinvent) *self, size_t page)
+{
+	uint8_t *code = mmap(NULL, page, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (code == MAP_FAILED)
+		return NULL;
+	memset(code, 0xcc, page);
+	memcpy(code, (const void *)spin_nofde, self->fn_size);
+	if (mprotect(code, page, PROT_READ | PROT_EXEC)) {
+		munmap(code, page);
+		return NULL;
+	}
+	sym_add("spin_nofde_copy", (uintptr_t)code, self->fn_size);
+	return code;
+}
+
 /* Case A: the fake frame names decoy_caller(), which never called. */
 TEST_F(noinvent, decoy_return_address)
 {
@@ -407,15 +428,9 @@ TEST_F(noinvent, unregistered_code)
 	size_t page = sysconf(_SC_PAGESIZE);
 	struct unwind_user_info before, after;
 	struct verdict v;
-	uint8_t *code;
+	uint8_t *code = unregistered_copy(self, page);
 
-	code = mmap(NULL, page, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, code);
-	memset(code, 0xcc, page);
-	memcpy(code, (const void *)spin_nofde, self->fn_size);
-	ASSERT_EQ(0, mprotect(code, page, PROT_READ | PROT_EXEC));
-	sym_add("spin_nofde_copy", (uintptr_t)code, self->fn_size);
+	ASSERT_NE(NULL, code);
 	ASSERT_EQ(0, unwind_query(&before));
 
 	v = sample_case(_metadata, self, variant, (spin_fn)(uintptr_t)code, 0,
@@ -446,16 +461,11 @@ TEST_F(noinvent, unregistered_noexec_address)
 
 	if (!variant->deferred_walk)
 		SKIP(return, "only the deferred walk looks up the VMA");
-	code = mmap(NULL, page, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, code);
+	code = unregistered_copy(self, page);
+	ASSERT_NE(NULL, code);
 	data = mmap(NULL, page, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, data);
-	memset(code, 0xcc, page);
-	memcpy(code, (const void *)spin_nofde, self->fn_size);
-	ASSERT_EQ(0, mprotect(code, page, PROT_READ | PROT_EXEC));
-	sym_add("spin_nofde_copy", (uintptr_t)code, self->fn_size);
 
 	v = sample_case(_metadata, self, variant, (spin_fn)(uintptr_t)code,
 			(uintptr_t)data + 64, (uintptr_t)code, self->fn_size,
