@@ -174,6 +174,10 @@ pub(crate) enum Cached {
     /// pointer (and the PC is not the signal trampoline): the frame-pointer
     /// rule gets the frame.
     FramePointer,
+    /// As [`Cached::FramePointer`], for a return address found in
+    /// executable memory by a walk that may sleep: when the frame-pointer
+    /// rule reads it again, it needs no VMA lookup.
+    FramePointerInCode,
     /// The PC is in a section's text but no row describes it, and the
     /// section does not say its code keeps frame pointers: the walk ends.
     End,
@@ -200,8 +204,9 @@ pub(crate) enum Cached {
 /// one; bits 15-7 are the CFA offset in words (9 bits, signed), bits 6-1
 /// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
 /// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
-/// means [`Cached::FramePointer`], or [`Cached::End`] with bit 0 set. A
-/// rule that does not fit is not cached;
+/// means [`Cached::FramePointer`], [`Cached::End`] with bit 0 set, or
+/// [`Cached::FramePointerInCode`] with bit 1 set. A rule that does not fit
+/// is not cached;
 /// a PC below the first page or above 2^47 is not cached. An empty slot
 /// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
 /// the step gives such a PC anyway: the probe need not check for it.
@@ -271,6 +276,7 @@ impl RuleCache {
         match w & 0xffff {
             0 => return Some(Cached::FramePointer),
             1 => return Some(Cached::End),
+            2 => return Some(Cached::FramePointerInCode),
             _ => {}
         }
         // Sign-extend the 9- and 6-bit fields.
@@ -289,6 +295,7 @@ impl RuleCache {
         let rule = match c {
             Cached::FramePointer => 0,
             Cached::End => 1,
+            Cached::FramePointerInCode => 2,
             Cached::Rule(r) => {
                 let fits = r.cfa_off != 0
                     && r.cfa_off % 8 == 0

@@ -222,22 +222,41 @@ fn keeps_fp(row: &Row) -> bool {
 /// anything, and what lies above it is as likely a saved pointer as a
 /// return address. At NMI or IRQ time the VMAs cannot be looked up, and the
 /// caller's check (not on the stack walked so far) is all there is.
+///
+/// A return address that was a PC of this generation's rule cache is known
+/// to be code: it was in a registered text, or a walk that may sleep found
+/// it in executable memory ([`Cached::FramePointerInCode`]). The steady
+/// state of a walk through code no section covers then costs a cache probe
+/// a frame, not a VMA lookup. (A mapping unmapped since, that no
+/// registration overlapped, leaves its entries until the next registry
+/// change: an address that was code, and that the frame-pointer rule read
+/// where a return address is.)
 pub(crate) fn fp_ra_in_code(mm: &SframeMm, state: &bindings::unwind_user_state, ra: usize) -> bool {
-    use kernel::mm::virt::flags::EXEC;
-    if state.nofault || mm.covers(ra) {
+    if state.nofault {
         return true;
     }
+    if let Some(Cached::Rule(_) | Cached::End | Cached::FramePointerInCode) =
+        mm.cached(ra.wrapping_sub(1), true, state.sframe_gen)
+    {
+        return true;
+    }
+    mm.covers(ra) || in_executable_mapping(ra)
+}
+
+/// Is `addr` in an executable mapping of the current task? May sleep.
+fn in_executable_mapping(addr: usize) -> bool {
+    use kernel::mm::virt::flags::EXEC;
     let task = kernel::current!();
     let Some(umm) = task.mm() else {
         return false;
     };
     // Without the mmap lock when the VMA can be locked alone.
-    if let Some(vma) = umm.lock_vma_under_rcu(ra) {
+    if let Some(vma) = umm.lock_vma_under_rcu(addr) {
         return vma.flags() & EXEC != 0;
     }
     let mmap = umm.mmap_read_lock();
     let in_code = mmap
-        .vma_lookup(ra)
+        .vma_lookup(addr)
         .is_some_and(|vma| vma.flags() & EXEC != 0);
     in_code
 }
@@ -435,7 +454,7 @@ pub(crate) fn next(
             };
             0
         }
-        Some(Cached::FramePointer) => {
+        Some(Cached::FramePointer | Cached::FramePointerInCode) => {
             bump(&mut state.sframe_fallbacks);
             ENOENT.to_errno()
         }
@@ -551,7 +570,16 @@ fn lookup_step(
         // has the CFA on a frame pointer the function set up: the
         // frame-pointer rule gets the frame.
         None if row.as_ref().is_none_or(keeps_fp) => {
-            remember(Cached::FramePointer);
+            // A return address no section covers: in a walk that may
+            // sleep, whether it is code is found once, and kept, for the
+            // frame-pointer rule that reads it again (fp_ra_in_code()).
+            let in_code =
+                found.is_some() || (adj && !state.nofault && in_executable_mapping(state.ip));
+            remember(if in_code {
+                Cached::FramePointerInCode
+            } else {
+                Cached::FramePointer
+            });
             bump(&mut state.sframe_fallbacks);
             Err(ENOENT)
         }

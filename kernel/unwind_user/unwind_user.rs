@@ -914,6 +914,8 @@ mod tests {
         assert_eq!(cached(0x9000), Some(Cached::FramePointer));
         remember(0x9100, Cached::End);
         assert_eq!(cached(0x9100), Some(Cached::End));
+        remember(0x9180, Cached::FramePointerInCode);
+        assert_eq!(cached(0x9180), Some(Cached::FramePointerInCode));
         // A rule with a CFA of FP + 0 does not fit: it cannot be taken for
         // the end of a walk (its bits would read as one).
         remember(
