@@ -34,14 +34,16 @@ ALLOC = re.compile(
     r'|9Allocator(7realloc|5alloc)')
 # Not part of an unwind: debugging checks, error reports, panics, and the
 # scheduler (a preemption point may switch tasks; whatever the next task
-# does is not the unwinder's doing).
+# does is not the unwinder's doing; waking a task, the writer that waits
+# for a VMA lock the deferred walk held, say, may move the wakee off an
+# offline CPU and free its old CPU mask).
 STOP = re.compile(
     r'^(lock_acquire|lock_release|lockdep_|lock_is_held|debug_lockdep_rcu|'
     r'rcu_read_lock_held|rcu_lockdep_|__might_sleep|__might_fault|'
     r'__might_resched|_printk|vprintk|printk|__warn_printk|warn_slowpath|'
     r'__warn|report_bug|panic|__stack_chk_fail|__ubsan_handle|dump_stack|'
     r'__list_(add|del)_valid_or_report|preempt_schedule|__schedule|schedule$|'
-    r'_?_cond_resched)'
+    r'_?_cond_resched|try_to_wake_up)'
     r'|call_printk|9panicking|rust_panic|rust_begin_unwind|panic_fmt')
 CALL = re.compile(r'\s(call|j[a-z]+)\s+([0-9a-f]+) <')
 INDIRECT = re.compile(r'\s(call|jmp)\s+\*|__x86_indirect_thunk')
