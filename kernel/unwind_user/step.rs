@@ -221,7 +221,7 @@ fn keeps_fp(row: &Row) -> bool {
 /// asks the VMA: %rbp of code built without frame pointers may point at
 /// anything, and what lies above it is as likely a saved pointer as a
 /// return address. At NMI or IRQ time the VMAs cannot be looked up, and the
-/// caller's check (not on the stack walked so far) is all there is.
+/// caller's check (not within the frame being unwound) is all there is.
 ///
 /// A return address that was a PC of this generation's rule cache is known
 /// to be code: it was in a registered text, or a walk that may sleep found
