@@ -9,7 +9,8 @@
 //! written to DIR, for benches/libsframe.sh to time libsframe 2.40's
 //! `sframe_find_fre` on the same input.
 
-use sframe::{Error, Reader, Section};
+use sframe::{Abi, Error, Reader, Section, Version};
+use sframe_encode::{FdeSpec, FreSpec, SectionSpec};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -19,57 +20,29 @@ const SECTION_ADDR: u64 = 0x20_0000;
 
 /// Four FREs per function, as gcc -O2 emits for a function that sets up a
 /// frame pointer: push, mov, body, ret.
-const FRES: [(u8, bool, &[i8]); 4] = [
+const FRES: [(u32, bool, &[i32]); 4] = [
     (0, true, &[8]),
     (1, true, &[16, -16]),
     (4, false, &[16, -16]),
     (60, true, &[8, -16]),
 ];
 
-fn encode(version: u8, n: u32) -> Vec<u8> {
-    let fde_size = if version == 3 { 16 } else { 17 };
-    let mut fres = Vec::new();
-    let mut fre_offs = Vec::new();
-    for _ in 0..n {
-        fre_offs.push(fres.len() as u32);
-        if version == 3 {
-            fres.extend_from_slice(&(FRES.len() as u16).to_le_bytes());
-            fres.extend_from_slice(&[0, 0, 0]);
-        }
-        for (start, sp, words) in FRES {
-            fres.push(start);
-            fres.push(((words.len() as u8) << 1) | u8::from(sp));
-            fres.extend(words.iter().map(|&w| w as u8));
-        }
+/// `n` such functions one after the other from `TEXT`, in a section of
+/// `version` at `SECTION_ADDR`.
+fn encode(version: Version, n: u32) -> Vec<u8> {
+    let fres: Vec<FreSpec> = FRES
+        .iter()
+        .map(|&(start, sp, words)| FreSpec::new(start, sp, words))
+        .collect();
+    SectionSpec {
+        addr: SECTION_ADDR,
+        fdes: (0..n)
+            .map(|i| FdeSpec::new(TEXT + u64::from(i * FUNC_SIZE), FUNC_SIZE, fres.clone()))
+            .collect(),
+        ..SectionSpec::new(version, Abi::Amd64)
     }
-    let fde_bytes = fde_size * n;
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xdee2u16.to_le_bytes());
-    out.push(version);
-    out.push(if version == 3 { 5 } else { 1 });
-    out.extend_from_slice(&[3, 0, (-8i8) as u8, 0]);
-    out.extend_from_slice(&n.to_le_bytes());
-    out.extend_from_slice(&(n * FRES.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(fres.len() as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&fde_bytes.to_le_bytes());
-    for i in 0..n {
-        let func = TEXT + u64::from(i * FUNC_SIZE);
-        let field = SECTION_ADDR + 28 + u64::from(i * fde_size);
-        if version == 3 {
-            out.extend_from_slice(&(func.wrapping_sub(field) as i64).to_le_bytes());
-        } else {
-            out.extend_from_slice(&(func.wrapping_sub(SECTION_ADDR) as i32).to_le_bytes());
-        }
-        out.extend_from_slice(&FUNC_SIZE.to_le_bytes());
-        out.extend_from_slice(&fre_offs[i as usize].to_le_bytes());
-        if version != 3 {
-            out.extend_from_slice(&(FRES.len() as u32).to_le_bytes());
-            out.push(0);
-        }
-    }
-    out.extend_from_slice(&fres);
-    out
+    .encode()
+    .expect("encode")
 }
 
 fn pcs(n: u32, count: usize) -> Vec<u64> {
@@ -130,7 +103,7 @@ fn main() {
     );
     for n in [1_000u32, 10_000, 100_000] {
         let lookups = pcs(n, 4096);
-        for version in [3u8, 1] {
+        for version in [Version::V3, Version::V1] {
             let bytes = encode(version, n);
             let mut sec = Section::new(bytes.as_slice(), bytes.len() as u32, SECTION_ADDR).unwrap();
             let t = Instant::now();
@@ -152,12 +125,12 @@ fn main() {
             let k = lookups.len() as f64;
             println!(
                 "{n:>8} {:>4} {:>10} {ns:>10.1} {val:>14.1} {:>12.1} {:>12.1}",
-                format!("V{version}"),
+                format!("V{}", version.number()),
                 bytes.len(),
                 (counting.calls - 1) as f64 / k,
                 (counting.copied - 28) as f64 / k
             );
-            if version == 1 {
+            if version == Version::V1 {
                 if let Some(dir) = &write_dir {
                     std::fs::create_dir_all(dir).unwrap();
                     std::fs::write(format!("{dir}/v1-{n}.sframe"), &bytes).unwrap();

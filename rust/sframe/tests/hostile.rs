@@ -4,47 +4,75 @@
 //! real binaries rely on (PLT masks, PR 33131, function ends, outermost and
 //! signal frames, flexible FDEs, AArch64), on sections built in the test.
 
-mod common;
-use common::builder::*;
-use sframe::{Base, CfaRule, Error, FdeType, PcType, Reader, RegRule, Section};
+use sframe::Version::{self, V1, V2, V3};
+use sframe::{Abi, Base, CfaRule, Error, FdeType, PcType, Reader, RegRule, Section};
+use sframe_encode::{
+    flex_ctl, fre_info, FdeSpec, FreSpec, SectionSpec, FDE_PC_MASK, FDE_SIGNAL_FRAME,
+};
+
+/// Where the sections are decoded: above their functions, whose starts
+/// are then stored as negative offsets.
+const ADDR: u64 = 0x10000;
+
+/// An AMD64 section of `version` at [`ADDR`] with `fdes`.
+fn amd64(version: Version, fdes: Vec<FdeSpec>) -> SectionSpec {
+    SectionSpec {
+        addr: ADDR,
+        fdes,
+        ..SectionSpec::new(version, Abi::Amd64)
+    }
+}
+
+/// An AArch64 section of `version` at [`ADDR`] with `fdes`.
+fn aarch64(version: Version, fdes: Vec<FdeSpec>) -> SectionSpec {
+    SectionSpec {
+        abi: Abi::Aarch64LittleEndian,
+        cfa_fixed_ra_offset: 0,
+        ..amd64(version, fdes)
+    }
+}
 
 fn sec(b: &[u8], addr: u64) -> Result<Section<&[u8]>, Error> {
     Section::new(b, b.len() as u32, addr)
 }
 
-fn validate(b: &Builder) -> Result<(), Error> {
-    let bytes = b.build();
+fn validate(b: &SectionSpec) -> Result<(), Error> {
+    let bytes = b.encode().unwrap();
     sec(&bytes, b.addr)?.validate()
 }
 
-fn find(b: &Builder, pc: u64) -> Result<sframe::Row, Error> {
-    let bytes = b.build();
+fn find(b: &SectionSpec, pc: u64) -> Result<sframe::Row, Error> {
+    let bytes = b.encode().unwrap();
     sec(&bytes, b.addr)?.find(pc)
 }
 
-/// A good V3 AMD64 section: two functions, FP saved in the second.
-fn good(version: u8) -> Builder {
-    Builder::amd64(version)
-        .fde(fde(
-            0x1000,
-            0x20,
-            vec![fre(0, true, &[8]), fre(1, true, &[16])],
-        ))
-        .fde(fde(
-            0x1020,
-            0x30,
-            vec![
-                fre(0, true, &[8]),
-                fre(1, true, &[16, -16]),
-                fre(4, false, &[16, -16]),
-                fre(0x2f, true, &[8, -16]),
-            ],
-        ))
+/// A good AMD64 section: two functions, FP saved in the second.
+fn good(version: Version) -> SectionSpec {
+    amd64(
+        version,
+        vec![
+            FdeSpec::new(
+                0x1000,
+                0x20,
+                vec![FreSpec::new(0, true, &[8]), FreSpec::new(1, true, &[16])],
+            ),
+            FdeSpec::new(
+                0x1020,
+                0x30,
+                vec![
+                    FreSpec::new(0, true, &[8]),
+                    FreSpec::new(1, true, &[16, -16]),
+                    FreSpec::new(4, false, &[16, -16]),
+                    FreSpec::new(0x2f, true, &[8, -16]),
+                ],
+            ),
+        ],
+    )
 }
 
 #[test]
 fn good_sections_all_versions() {
-    for v in [1, 2, 3] {
+    for v in [V1, V2, V3] {
         let b = good(v);
         validate(&b).unwrap();
         let r = find(&b, 0x1025).unwrap();
@@ -72,7 +100,7 @@ fn good_sections_all_versions() {
 #[test]
 fn pcrel_and_section_relative_starts() {
     for flags in [1u8, 5] {
-        let mut b = good(2);
+        let mut b = good(V2);
         b.flags = flags;
         validate(&b).unwrap();
         assert_eq!(find(&b, 0x1020).unwrap().func_start, 0x1020);
@@ -83,7 +111,7 @@ fn pcrel_and_section_relative_starts() {
 
 #[test]
 fn truncated_header() {
-    let b = good(3).build();
+    let b = good(V3).encode().unwrap();
     for n in 0..28 {
         assert_eq!(sec(&b[..n], 0).err(), Some(Error::TruncatedHeader));
     }
@@ -93,7 +121,7 @@ fn truncated_header() {
 
 #[test]
 fn bad_magic_and_foreign_endian() {
-    let mut b = good(3).build();
+    let mut b = good(V3).encode().unwrap();
     b[0] = 0x12;
     assert_eq!(sec(&b, 0).err(), Some(Error::BadMagic));
     b[0] = 0xde;
@@ -104,7 +132,7 @@ fn bad_magic_and_foreign_endian() {
 #[test]
 fn unsupported_version() {
     for v in [0u8, 4, 255] {
-        let mut b = good(3).build();
+        let mut b = good(V3).encode().unwrap();
         b[2] = v;
         assert_eq!(sec(&b, 0).err(), Some(Error::UnsupportedVersion(v)));
     }
@@ -112,7 +140,7 @@ fn unsupported_version() {
 
 #[test]
 fn unsupported_abi_and_big_endian_abi() {
-    let mut b = good(3).build();
+    let mut b = good(V3).encode().unwrap();
     b[4] = 9;
     assert_eq!(sec(&b, 0).err(), Some(Error::UnsupportedAbi(9)));
     b[4] = 0;
@@ -125,25 +153,25 @@ fn unsupported_abi_and_big_endian_abi() {
 
 #[test]
 fn unknown_flags() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.flags = 5 | 2; // FRAME_POINTER is gone in V3
     assert_eq!(validate(&b), Err(Error::UnknownFlags(7)));
-    let mut b = good(1);
+    let mut b = good(V1);
     b.flags = 1 | 4; // PCREL did not exist in V1
     assert_eq!(validate(&b), Err(Error::UnknownFlags(5)));
-    let mut b = good(2);
+    let mut b = good(V2);
     b.flags = 0x81;
     assert_eq!(validate(&b), Err(Error::UnknownFlags(0x81)));
 }
 
 #[test]
 fn aux_header_past_end() {
-    let mut b = good(3).build();
+    let mut b = good(V3).encode().unwrap();
     b.truncate(28);
     b[7] = 1;
     assert_eq!(sec(&b, 0).err(), Some(Error::AuxHeaderPastEnd));
     // An auxiliary header that fits is skipped.
-    let mut g = good(3);
+    let mut g = good(V3);
     g.aux = vec![0xaa; 7];
     validate(&g).unwrap();
     assert_eq!(find(&g, 0x1001).unwrap().cfa.offset, 16);
@@ -151,27 +179,27 @@ fn aux_header_past_end() {
 
 #[test]
 fn fde_area_past_end() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.num_fdes = Some(1000);
     assert_eq!(validate(&b), Err(Error::FdeAreaPastEnd));
-    let mut b = good(3).build();
+    let mut b = good(V3).encode().unwrap();
     b[20..24].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
     assert_eq!(sec(&b, 0).err(), Some(Error::FdeAreaPastEnd));
 }
 
 #[test]
 fn fre_area_past_end() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fre_len = Some(10_000);
     assert_eq!(validate(&b), Err(Error::FreAreaPastEnd));
-    let mut b = good(2).build();
+    let mut b = good(V2).encode().unwrap();
     b[24..28].copy_from_slice(&(u32::MAX - 3).to_le_bytes());
     assert_eq!(sec(&b, 0).err(), Some(Error::FreAreaPastEnd));
 }
 
 #[test]
 fn areas_overlap() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fre_off = Some(8); // inside the FDE array
     assert_eq!(validate(&b), Err(Error::AreasOverlap));
 }
@@ -179,18 +207,18 @@ fn areas_overlap() {
 #[test]
 fn count_too_large() {
     // More FREs than 2-byte minimum records can fit.
-    let mut b = good(3);
+    let mut b = good(V3);
     b.num_fres = Some(10_000);
     assert_eq!(validate(&b), Err(Error::CountTooLarge));
     // num_fdes * 16 overflowing u32.
-    let mut b = good(3);
+    let mut b = good(V3);
     b.num_fdes = Some(u32::MAX / 8);
     assert_eq!(validate(&b), Err(Error::CountTooLarge));
 }
 
 #[test]
 fn empty_section_covers_nothing() {
-    let b = Builder::amd64(3);
+    let b = amd64(V3, vec![]);
     validate(&b).unwrap();
     assert_eq!(find(&b, 0x1000), Err(Error::NotCovered));
 }
@@ -199,7 +227,7 @@ fn empty_section_covers_nothing() {
 
 #[test]
 fn fde_index_out_of_range() {
-    let bytes = good(3).build();
+    let bytes = good(V3).encode().unwrap();
     let mut s = sec(&bytes, 0x10000).unwrap();
     assert_eq!(s.fde(2).err(), Some(Error::FdeIndexOutOfRange));
     let f = s.fde(0).unwrap();
@@ -208,23 +236,23 @@ fn fde_index_out_of_range() {
 
 #[test]
 fn fde_attr_past_end() {
-    let mut b = good(3);
-    b.fdes[1].fre_off = Some(b.build().len() as u32); // far past the FRE area
+    let mut b = good(V3);
+    b.fdes[1].fre_off = Some(b.encode().unwrap().len() as u32); // far past the FRE area
     assert_eq!(validate(&b), Err(Error::FdeAttrPastEnd));
 }
 
 #[test]
 fn bad_fre_type() {
-    for v in [1, 2, 3] {
+    for v in [V1, V2, V3] {
         let mut b = good(v);
         b.fdes[0].info = 3;
-        assert_eq!(validate(&b), Err(Error::BadFreType(3)), "v{v}");
+        assert_eq!(validate(&b), Err(Error::BadFreType(3)), "{v:?}");
     }
 }
 
 #[test]
 fn bad_fde_type() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[0].info2 = 2;
     assert_eq!(validate(&b), Err(Error::BadFdeType(2)));
     assert_eq!(find(&b, 0x1000), Err(Error::BadFdeType(2)));
@@ -232,10 +260,10 @@ fn bad_fde_type() {
 
 #[test]
 fn fde_fre_count_too_large() {
-    let mut b = good(2);
+    let mut b = good(V2);
     b.fdes[0].num_fres = Some(100);
     assert_eq!(validate(&b), Err(Error::FdeFreCountTooLarge));
-    let mut b = good(2);
+    let mut b = good(V2);
     b.fdes[0].num_fres = Some(0x1_0000);
     b.num_fres = Some(0x1_0000);
     b.fre_len = None;
@@ -245,7 +273,7 @@ fn fde_fre_count_too_large() {
 
 #[test]
 fn address_overflow() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.addr = u64::MAX - 0x100;
     b.fdes[1].start = 0x10; // wraps: stored offset is huge and positive
     b.fdes[0].start = u64::MAX - 0x80;
@@ -254,7 +282,7 @@ fn address_overflow() {
 
 #[test]
 fn fdes_unsorted() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes.swap(0, 1);
     assert_eq!(validate(&b), Err(Error::FdesUnsorted));
     // Without the sorted flag the order is still checked.
@@ -265,10 +293,9 @@ fn fdes_unsorted() {
 #[test]
 fn unsorted_is_noticed_by_find() {
     // A start below one already passed by the search is noticed.
-    let mut b = Builder::amd64(3);
-    for s in [0x1000u64, 0x5000, 0x3000, 0x4000, 0x2000] {
-        b = b.fde(fde(s, 0x10, vec![fre(0, true, &[8])]));
-    }
+    let fdes = [0x1000u64, 0x5000, 0x3000, 0x4000, 0x2000]
+        .map(|s| FdeSpec::new(s, 0x10, vec![FreSpec::new(0, true, &[8])]));
+    let b = amd64(V3, fdes.to_vec());
     assert_eq!(find(&b, 0x3008), Err(Error::FdesUnsorted));
     assert_eq!(find(&b, 0x2008), Err(Error::FdesUnsorted));
     // Otherwise an unsorted array may hide a function (NotCovered), but
@@ -283,24 +310,28 @@ fn unsorted_is_noticed_by_find() {
 
 #[test]
 fn fdes_overlap() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[0].size = 0x21;
     assert_eq!(validate(&b), Err(Error::FdesOverlap));
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[1].start = 0x1000; // same start
     assert_eq!(validate(&b), Err(Error::FdesOverlap));
 }
 
-fn plt(version: u8, rep: u8) -> Builder {
-    let mut f = fde(0x1030, 0x40, vec![fre(0, true, &[8]), fre(11, true, &[16])]);
-    f.info = 0x10;
-    f.rep = rep;
-    Builder::amd64(version).fde(f)
+fn plt(version: Version, rep: u8) -> SectionSpec {
+    let mut f = FdeSpec::new(
+        0x1030,
+        0x40,
+        vec![FreSpec::new(0, true, &[8]), FreSpec::new(11, true, &[16])],
+    );
+    f.info = FDE_PC_MASK;
+    f.rep_size = rep;
+    amd64(version, vec![f])
 }
 
 #[test]
 fn plt_mask_lookup() {
-    for v in [2, 3] {
+    for v in [V2, V3] {
         let b = plt(v, 16);
         validate(&b).unwrap();
         for entry in 0..4u64 {
@@ -316,9 +347,9 @@ fn plt_mask_lookup() {
 
 #[test]
 fn v1_plt_mask_uses_16_byte_entries() {
-    let b = plt(1, 0);
+    let b = plt(V1, 0);
     validate(&b).unwrap();
-    let bytes = b.build();
+    let bytes = b.encode().unwrap();
     let mut s = sec(&bytes, b.addr).unwrap();
     let f = s.fde(0).unwrap();
     assert_eq!((f.pc_type, f.rep_size), (PcType::Mask, 16));
@@ -328,30 +359,30 @@ fn v1_plt_mask_uses_16_byte_entries() {
 
 #[test]
 fn zero_rep_size() {
-    let b = plt(3, 0);
+    let b = plt(V3, 0);
     assert_eq!(validate(&b), Err(Error::ZeroRepSize));
     assert_eq!(find(&b, 0x1031), Err(Error::ZeroRepSize));
     // V1 on AArch64 has no PLT entry size to assume.
-    let mut b = plt(1, 0);
-    b.abi = 2;
-    b.fixed_ra = 0;
+    let mut b = plt(V1, 0);
+    b.abi = Abi::Aarch64LittleEndian;
+    b.cfa_fixed_ra_offset = 0;
     assert_eq!(validate(&b), Err(Error::ZeroRepSize));
 }
 
 #[test]
 fn bad_rep_size() {
-    assert_eq!(validate(&plt(3, 0x41)), Err(Error::BadRepSize));
-    assert_eq!(validate(&plt(2, 0xff)), Err(Error::BadRepSize));
+    assert_eq!(validate(&plt(V3, 0x41)), Err(Error::BadRepSize));
+    assert_eq!(validate(&plt(V2, 0xff)), Err(Error::BadRepSize));
 }
 
 #[test]
 fn fre_past_rep_block() {
-    assert_eq!(validate(&plt(3, 8)), Err(Error::FrePastRepBlock));
+    assert_eq!(validate(&plt(V3, 8)), Err(Error::FrePastRepBlock));
 }
 
 #[test]
 fn fre_count_mismatch() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.num_fres = Some(5);
     assert_eq!(validate(&b), Err(Error::FreCountMismatch));
 }
@@ -360,20 +391,20 @@ fn fre_count_mismatch() {
 
 #[test]
 fn fre_data_past_end() {
-    let mut b = good(3);
-    b.fre_len = Some(b.build().len() as u32 - 28 - 32 - 3);
+    let mut b = good(V3);
+    b.fre_len = Some(b.encode().unwrap().len() as u32 - 28 - 32 - 3);
     assert_eq!(validate(&b), Err(Error::FreDataPastEnd));
     // find() walks only the FREs it needs: the first function is fine.
     assert!(find(&b, 0x1000).is_ok());
     assert_eq!(find(&b, 0x104f), Err(Error::FreDataPastEnd));
-    let mut b = good(2);
-    b.fdes[1].fre_off = Some(b.build().len() as u32);
+    let mut b = good(V2);
+    b.fdes[1].fre_off = Some(b.encode().unwrap().len() as u32);
     assert_eq!(validate(&b), Err(Error::FreDataPastEnd));
 }
 
 #[test]
 fn fre_out_of_order() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[1].fres[2].start = 1; // equal to the previous start
     assert_eq!(validate(&b), Err(Error::FreOutOfOrder));
     b.fdes[1].fres[2].start = 0;
@@ -383,14 +414,14 @@ fn fre_out_of_order() {
 
 #[test]
 fn fre_past_function() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[1].fres[3].start = 0x31;
     assert_eq!(validate(&b), Err(Error::FrePastFunction));
 }
 
 #[test]
 fn fre_at_function_end_pr33131() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[1].fres[3].start = 0x30; // == func_size: accepted, never matches
     validate(&b).unwrap();
     assert_eq!(find(&b, 0x104f).unwrap().fre_start, 4);
@@ -399,7 +430,7 @@ fn fre_at_function_end_pr33131() {
 
 #[test]
 fn pc_before_first_fre() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[0].fres[0].start = 1;
     b.fdes[0].fres[1].start = 2;
     validate(&b).unwrap();
@@ -410,7 +441,7 @@ fn pc_before_first_fre() {
 
 #[test]
 fn bad_data_word_size() {
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[0].fres[0].info = fre_info(true, 1, 3);
     assert_eq!(validate(&b), Err(Error::BadDataWordSize));
 }
@@ -418,24 +449,24 @@ fn bad_data_word_size() {
 #[test]
 fn bad_data_word_count() {
     // AMD64 default FDE: at most CFA and FP.
-    let mut b = good(3);
-    b.fdes[0].fres[0] = fre(0, true, &[8, -16, -24]);
+    let mut b = good(V3);
+    b.fdes[0].fres[0] = FreSpec::new(0, true, &[8, -16, -24]);
     assert_eq!(validate(&b), Err(Error::BadDataWordCount));
     // More than six words: never valid.
-    let mut b = good(3);
+    let mut b = good(V3);
     b.fdes[0].fres[0].info = fre_info(true, 7, 0);
     b.fdes[0].fres[0].words = vec![1; 7];
     assert_eq!(validate(&b), Err(Error::BadDataWordCount));
     // V1 had no outermost-frame FRE.
-    let mut b = good(1);
-    b.fdes[0].fres[0] = fre(0, true, &[]);
+    let mut b = good(V1);
+    b.fdes[0].fres[0] = FreSpec::new(0, true, &[]);
     assert_eq!(validate(&b), Err(Error::BadDataWordCount));
 }
 
-fn flex(fres: Vec<FreSpec>) -> Builder {
-    let mut f = fde(0x1000, 0x40, fres);
+fn flex(fres: Vec<FreSpec>) -> SectionSpec {
+    let mut f = FdeSpec::new(0x1000, 0x40, fres);
     f.info2 = 1;
-    Builder::amd64(3).fde(f)
+    amd64(V3, vec![f])
 }
 
 #[test]
@@ -443,24 +474,34 @@ fn flex_drap_rules() {
     // DRAP as GCC emits it: CFA = r10 + 0; CFA = *(rbp - 24); FP = *(rbp);
     // FP saved at CFA - 16 (reg_p = 0, deref_p = 1).
     let b = flex(vec![
-        fre(0, true, &[ctl(7, false, true), 8]),
-        fre(4, true, &[ctl(10, false, true), 0]),
-        fre(
+        FreSpec::new(0, true, &[flex_ctl(7, false, true), 8]),
+        FreSpec::new(4, true, &[flex_ctl(10, false, true), 0]),
+        FreSpec::new(
             8,
             true,
-            &[ctl(10, false, true), 0, 0, ctl(6, true, true), 0],
+            &[flex_ctl(10, false, true), 0, 0, flex_ctl(6, true, true), 0],
         ),
-        fre(
+        FreSpec::new(
             12,
             true,
-            &[ctl(6, true, true), -24, 0, ctl(6, true, true), 0],
+            &[flex_ctl(6, true, true), -24, 0, flex_ctl(6, true, true), 0],
         ),
-        fre(
+        FreSpec::new(
             16,
             true,
-            &[ctl(7, false, true), 16, 0, ctl(0, true, false), -16],
+            &[
+                flex_ctl(7, false, true),
+                16,
+                0,
+                flex_ctl(0, true, false),
+                -16,
+            ],
         ),
-        fre(20, true, &[ctl(7, false, true), 0, ctl(11, false, true), 0]),
+        FreSpec::new(
+            20,
+            true,
+            &[flex_ctl(7, false, true), 0, flex_ctl(11, false, true), 0],
+        ),
     ]);
     validate(&b).unwrap();
     let r = find(&b, 0x1000).unwrap();
@@ -517,46 +558,57 @@ fn flex_drap_rules() {
 
 #[test]
 fn bad_cfa_base() {
-    let b = flex(vec![fre(0, true, &[ctl(0, true, false), 8])]);
+    let b = flex(vec![FreSpec::new(0, true, &[flex_ctl(0, true, false), 8])]);
     assert_eq!(validate(&b), Err(Error::BadCfaBase));
 }
 
 #[test]
 fn bad_control_word() {
     // Reserved bit 2.
-    let b = flex(vec![fre(0, true, &[ctl(7, false, true) | 4, 8])]);
-    assert_eq!(validate(&b), Err(Error::BadControlWord));
-    // CFA-based without deref, with a register number: undefined.
-    let b = flex(vec![fre(
+    let b = flex(vec![FreSpec::new(
         0,
         true,
-        &[ctl(7, false, true), 8, ctl(3, false, false), 0],
+        &[flex_ctl(7, false, true) | 4, 8],
+    )]);
+    assert_eq!(validate(&b), Err(Error::BadControlWord));
+    // CFA-based without deref, with a register number: undefined.
+    let b = flex(vec![FreSpec::new(
+        0,
+        true,
+        &[flex_ctl(7, false, true), 8, flex_ctl(3, false, false), 0],
     )]);
     assert_eq!(validate(&b), Err(Error::BadControlWord));
     // Trailing padding: undefined.
-    let b = flex(vec![fre(0, true, &[ctl(7, false, true), 8, 0])]);
-    assert_eq!(validate(&b), Err(Error::BadDataWordCount));
-    // Odd pair count.
-    let b = flex(vec![fre(
+    let b = flex(vec![FreSpec::new(
         0,
         true,
-        &[ctl(7, false, true), 8, ctl(6, true, true)],
+        &[flex_ctl(7, false, true), 8, 0],
+    )]);
+    assert_eq!(validate(&b), Err(Error::BadDataWordCount));
+    // Odd pair count.
+    let b = flex(vec![FreSpec::new(
+        0,
+        true,
+        &[flex_ctl(7, false, true), 8, flex_ctl(6, true, true)],
     )]);
     assert_eq!(validate(&b), Err(Error::BadDataWordCount));
 }
 
 #[test]
 fn register_too_large() {
-    let mut f = fre(0, true, &[ctl(70_000, false, true), 8]);
-    f.info = fre_info(true, 2, 2); // 4-byte words
-    let b = flex(vec![f]);
+    // In 4-byte words: FreSpec::new takes the narrowest that holds it.
+    let b = flex(vec![FreSpec::new(
+        0,
+        true,
+        &[flex_ctl(70_000, false, true), 8],
+    )]);
     assert_eq!(validate(&b), Err(Error::RegisterTooLarge));
 }
 
 #[test]
 fn wide_words_and_addresses() {
     // 2- and 4-byte words, 2- and 4-byte FRE start offsets.
-    let mut big = fde(0x1000, 0x2_0000, vec![]);
+    let mut big = FdeSpec::new(0x1000, 0x2_0000, vec![]);
     big.info = 2;
     big.fres = vec![
         FreSpec {
@@ -575,14 +627,14 @@ fn wide_words_and_addresses() {
             words: vec![0x30010, -0x810],
         },
     ];
-    let mut mid = fde(0x21000, 0x300, vec![fre(0, true, &[8])]);
+    let mut mid = FdeSpec::new(0x21000, 0x300, vec![FreSpec::new(0, true, &[8])]);
     mid.info = 1;
     mid.fres.push(FreSpec {
         start: 0x2ff,
         info: fre_info(false, 2, 1),
         words: vec![-300, -16],
     });
-    let b = Builder::amd64(3).fde(big).fde(mid);
+    let b = amd64(V3, vec![big, mid]);
     validate(&b).unwrap();
     assert_eq!(find(&b, 0x1001).unwrap().cfa.offset, 0x1010);
     let r = find(&b, 0x1_1000).unwrap();
@@ -600,17 +652,17 @@ fn wide_words_and_addresses() {
 
 #[test]
 fn outermost_and_signal_frames() {
-    let mut f = fde(0x1000, 0x10, vec![fre(0, true, &[])]);
-    f.info = 0x80; // signal frame
-    let b = Builder::amd64(3).fde(f);
+    let mut f = FdeSpec::new(0x1000, 0x10, vec![FreSpec::new(0, true, &[])]);
+    f.info = FDE_SIGNAL_FRAME;
+    let b = amd64(V3, vec![f]);
     validate(&b).unwrap();
     let r = find(&b, 0x1004).unwrap();
     assert!(r.outermost && r.signal_frame);
     assert_eq!(r.ra, RegRule::Undefined);
     // In V2, bit 7 of the info byte means nothing.
-    let mut f = fde(0x1000, 0x10, vec![fre(0, true, &[8])]);
-    f.info = 0x80;
-    let r = find(&Builder::amd64(2).fde(f), 0x1000).unwrap();
+    let mut f = FdeSpec::new(0x1000, 0x10, vec![FreSpec::new(0, true, &[8])]);
+    f.info = FDE_SIGNAL_FRAME;
+    let r = find(&amd64(V2, vec![f]), 0x1000).unwrap();
     assert!(!r.signal_frame && !r.outermost);
 }
 
@@ -618,14 +670,17 @@ fn outermost_and_signal_frames() {
 fn aarch64_rules() {
     // CFA = sp + 0 (RA in LR); frame record: RA at CFA-8, FP at CFA-16,
     // RA signed.
-    let mut f = fde(
+    let mut f = FdeSpec::new(
         0x1000,
         0x20,
-        vec![fre(0, true, &[0]), fre(4, false, &[16, -8, -16])],
+        vec![
+            FreSpec::new(0, true, &[0]),
+            FreSpec::new(4, false, &[16, -8, -16]),
+        ],
     );
     f.fres[1].info |= 0x80;
     f.info = 0x20; // B key
-    let b = Builder::aarch64(3).fde(f);
+    let b = aarch64(V3, vec![f]);
     validate(&b).unwrap();
     let r = find(&b, 0x1000).unwrap();
     assert_eq!((r.ra, r.fp), (RegRule::SameValue, RegRule::SameValue));
@@ -642,31 +697,31 @@ fn aarch64_rules() {
         (r.ra, r.fp, r.ra_mangled),
         (RegRule::CfaOffset(-8), RegRule::CfaOffset(-16), true)
     );
-    let bytes = b.build();
+    let bytes = b.encode().unwrap();
     assert!(sec(&bytes, b.addr).unwrap().fde(0).unwrap().pauth_key_b);
     // RA offset 0 is padding (FP saved, RA not).
-    let f = fde(0x1000, 0x20, vec![fre(0, true, &[16, 0, -16])]);
-    let r = find(&Builder::aarch64(3).fde(f), 0x1000).unwrap();
+    let f = FdeSpec::new(0x1000, 0x20, vec![FreSpec::new(0, true, &[16, 0, -16])]);
+    let r = find(&aarch64(V3, vec![f]), 0x1000).unwrap();
     assert_eq!((r.ra, r.fp), (RegRule::SameValue, RegRule::CfaOffset(-16)));
     // Flex control words name AArch64's sp (31) and fp (29).
-    let mut f = fde(
+    let mut f = FdeSpec::new(
         0x1000,
         0x20,
-        vec![fre(
+        vec![FreSpec::new(
             0,
             true,
             &[
-                ctl(31, false, true),
+                flex_ctl(31, false, true),
                 0,
-                ctl(30, false, true),
+                flex_ctl(30, false, true),
                 0,
-                ctl(29, true, true),
+                flex_ctl(29, true, true),
                 8,
             ],
         )],
     );
     f.info2 = 1;
-    let r = find(&Builder::aarch64(3).fde(f), 0x1000).unwrap();
+    let r = find(&aarch64(V3, vec![f]), 0x1000).unwrap();
     assert_eq!(r.cfa.base, Base::Sp);
     assert_eq!(
         r.ra,
@@ -688,15 +743,29 @@ fn aarch64_rules() {
 
 #[test]
 fn fixed_fp_offset_from_header() {
-    let mut b = Builder::amd64(2).fde(fde(0x1000, 0x10, vec![fre(0, false, &[16])]));
-    b.fixed_fp = -16;
+    let mut b = amd64(
+        V2,
+        vec![FdeSpec::new(
+            0x1000,
+            0x10,
+            vec![FreSpec::new(0, false, &[16])],
+        )],
+    );
+    b.cfa_fixed_fp_offset = -16;
     validate(&b).unwrap();
     assert_eq!(find(&b, 0x1000).unwrap().fp, RegRule::CfaOffset(-16));
 }
 
 #[test]
 fn text_far_above_section_v3() {
-    let b = Builder::amd64(3).fde(fde(0x7_0000_1000, 0x10, vec![fre(0, true, &[8])]));
+    let b = amd64(
+        V3,
+        vec![FdeSpec::new(
+            0x7_0000_1000,
+            0x10,
+            vec![FreSpec::new(0, true, &[8])],
+        )],
+    );
     validate(&b).unwrap();
     assert_eq!(find(&b, 0x7_0000_1008).unwrap().func_start, 0x7_0000_1000);
     assert_eq!(find(&b, 0x1008), Err(Error::NotCovered));
@@ -704,7 +773,9 @@ fn text_far_above_section_v3() {
 
 #[test]
 fn fde_type_and_flags_accessors() {
-    let bytes = flex(vec![fre(0, true, &[ctl(7, false, true), 8])]).build();
+    let bytes = flex(vec![FreSpec::new(0, true, &[flex_ctl(7, false, true), 8])])
+        .encode()
+        .unwrap();
     let mut s = sec(&bytes, 0x10000).unwrap();
     assert!(s.header().fde_sorted() && s.header().func_start_pcrel());
     assert_eq!(s.fde(0).unwrap().fde_type, FdeType::Flex);
@@ -738,7 +809,7 @@ impl Reader for Faulty<'_> {
 
 #[test]
 fn read_errors_propagate() {
-    let bytes = good(3).build();
+    let bytes = good(V3).encode().unwrap();
     for fail_after in 0..6 {
         let r = Faulty {
             bytes: &bytes,
@@ -774,7 +845,7 @@ impl Reader for Shifting {
 
 #[test]
 fn bytes_changing_under_find() {
-    let bytes = good(3).build();
+    let bytes = good(V3).encode().unwrap();
     for seed in 0..2000u32 {
         let r = Shifting {
             bytes: bytes.clone(),

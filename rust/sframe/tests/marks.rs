@@ -8,9 +8,9 @@
 //! error, never a wrong row or a panic.
 
 mod common;
-use common::builder::*;
 use common::*;
-use sframe::{Error, Fde, FreMark, Reader, Section};
+use sframe::{Abi, Error, Fde, FreMark, Reader, Section, Version};
+use sframe_encode::{fre_info, FdeSpec, FreSpec, SectionSpec};
 use std::cell::Cell;
 
 /// The marks of `fde`, every `every` FREs.
@@ -82,27 +82,30 @@ impl Reader for Counting<'_> {
 
 /// One function of 65535 rows of three sizes (CFA only, CFA and FP, 2-byte
 /// words), 4-byte start offsets: the largest a function may have.
-fn huge() -> Builder {
+fn huge() -> SectionSpec {
     let fres = (0..0xffff_u32)
         .map(|i| match i % 3 {
-            0 => fre(i * 2, true, &[8 + (i % 7) as i64 * 8]),
-            1 => fre(i * 2, false, &[16, -16]),
+            0 => FreSpec::new(i * 2, true, &[8 + (i % 7) as i32 * 8]),
+            1 => FreSpec::new(i * 2, false, &[16, -16]),
             _ => FreSpec {
                 start: i * 2,
                 info: fre_info(true, 2, 1),
-                words: vec![0x100 + i64::from(i % 5) * 8, -24],
+                words: vec![0x100 + (i % 5) as i32 * 8, -24],
             },
         })
         .collect();
-    let mut f = fde(0x100000, 0x20000, fres);
+    let mut f = FdeSpec::new(0x100000, 0x20000, fres);
     f.info = 2; // 4-byte FRE start offsets
-    Builder::amd64(3).fde(f)
+    SectionSpec {
+        fdes: vec![f],
+        ..SectionSpec::new(Version::V3, Abi::Amd64)
+    }
 }
 
 #[test]
 fn huge_function_lookups_are_bounded_from_marks() {
     let b = huge();
-    let bytes = b.build();
+    let bytes = b.encode().unwrap();
     let mut sec = Section::new(&bytes[..], bytes.len() as u32, b.addr).unwrap();
     sec.validate().unwrap();
     let fde = sec.fde(0).unwrap();
@@ -141,7 +144,7 @@ fn huge_function_lookups_are_bounded_from_marks() {
 #[test]
 fn mismatched_marks_are_errors() {
     let b = huge();
-    let bytes = b.build();
+    let bytes = b.encode().unwrap();
     let mut sec = Section::new(&bytes[..], bytes.len() as u32, b.addr).unwrap();
     let fde = sec.fde(0).unwrap();
     let ms = marks(&mut sec, &fde, 16);
@@ -211,7 +214,7 @@ fn validate_each_gives_what_two_passes_give() {
             (f.name.clone(), s.bytes.to_vec(), s.addr)
         })
         .collect();
-    sections.push(("huge".into(), huge().build(), 0));
+    sections.push(("huge".into(), huge().encode().unwrap(), 0));
     let mut compared = 0;
     for every in [2, 16] {
         for (name, data, addr) in &sections {
@@ -251,7 +254,7 @@ fn validate_each_gives_what_two_passes_give() {
         "{compared} of {}",
         sections.len()
     );
-    let data = huge().build();
+    let data = huge().encode().unwrap();
     let mut sec = Section::new(&data[..], data.len() as u32, 0).unwrap();
     let r = sec.validate_each(16, |_, _| Ok(()), |_, _| Err(Error::CountTooLarge));
     assert_eq!(Err(Error::CountTooLarge), r);

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Test helpers: a small ELF64 reader, the committed corpus, renderers of the
-//! decoder's answers in the formats of `objdump --sframe` and
-//! `llvm-readelf --sframe`, and an SFrame section builder for hand-made
-//! (hostile) sections.
+//! Test helpers: a small ELF64 reader, the committed corpus and renderers of
+//! the decoder's answers in the formats of `objdump --sframe` and
+//! `llvm-readelf --sframe`. (Hand-made sections are written with
+//! `sframe_encode`.)
 
 #![allow(dead_code)]
-
-pub mod builder;
 
 use sframe::{
     Base, CfaRule, Fde, FdeType, FreType, Header, PcType, RawFre, RegRule, Row, Section, Version,

@@ -17,7 +17,10 @@ use gimli::{
     LittleEndian, Operation, RegisterRule, UnwindContext, UnwindSection, UnwindTableRow, X86_64,
 };
 
-use crate::encode::{CfaBase, Fre, Function, Rule, FIXED_RA_OFFSET, MAX_FRES};
+use sframe::MAX_FRES_PER_FDE;
+use sframe_encode::AMD64_FIXED_RA_OFFSET;
+
+use crate::encode::{CfaBase, Fre, Function, Rule};
 
 /// Size of a lazy `.plt` entry on x86_64 (the block size of its PC-mask
 /// function).
@@ -183,7 +186,7 @@ type Slice<'a> = EndianSlice<'a, LittleEndian>;
 
 /// The return address must be at CFA - 8.
 fn check_ra(row: &Row) -> Result<(), Reason> {
-    if row.register(X86_64::RA) == Some(RegisterRule::Offset(i64::from(FIXED_RA_OFFSET))) {
+    if row.register(X86_64::RA) == Some(RegisterRule::Offset(i64::from(AMD64_FIXED_RA_OFFSET))) {
         Ok(())
     } else {
         Err(Reason::RaRule)
@@ -343,7 +346,7 @@ fn rows_of(
         if rows.last().is_some_and(|l| l.1 == rule) {
             continue;
         }
-        if rows.len() >= MAX_FRES {
+        if u32::try_from(rows.len()).map_or(true, |n| n >= MAX_FRES_PER_FDE) {
             return Err(Reason::TooManyRows);
         }
         rows.push((off, rule));

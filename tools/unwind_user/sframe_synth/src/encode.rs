@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! SFrame version 3 encoder for AMD64 (little-endian), default FDE type only,
-//! PC-increment FDEs and PC-mask FDEs (repeated stubs such as PLT entries).
-//!
-//! The layout is the one binutils 2.46+ writes and `rust/sframe` reads:
+//! SFrame version 3 sections for AMD64 (little-endian) from unwind rows:
+//! default FDE type only, PC-increment FDEs and PC-mask FDEs (repeated
+//! stubs such as PLT entries). [`encode`] checks the functions and has
+//! `sframe_encode` lay them out as binutils 2.46+ does and `rust/sframe`
+//! reads them:
 //!
 //! ```text
 //! header (28 bytes)   magic 0xdee2, version 3, flags SORTED|FUNC_START_PCREL,
@@ -16,7 +17,9 @@
 //! FRE area            per function: attribute record (u16 FRE count, info,
 //!                     info2 = 0 (default FDE), rep_size: 0, or the block
 //!                     size of a PC-mask FDE), then its FREs:
-//!                     start offset (1, 2 or 4 bytes), info byte, data words
+//!                     start offset (1, 2 or 4 bytes: the narrowest that
+//!                     holds the last one), info byte, data words (1, 2 or
+//!                     4 bytes: the narrowest that holds them)
 //! ```
 //!
 //! The section is encoded as if it were at address 0: decoded with
@@ -26,24 +29,8 @@
 
 use std::fmt;
 
-/// `SFRAME_MAGIC`.
-const MAGIC: u16 = 0xdee2;
-/// `SFRAME_VERSION_3`.
-const VERSION_3: u8 = 3;
-/// `SFRAME_F_FDE_SORTED`.
-const F_FDE_SORTED: u8 = 0x1;
-/// `SFRAME_F_FDE_FUNC_START_PCREL`: set by GNU as for every V3 section.
-const F_FDE_FUNC_START_PCREL: u8 = 0x4;
-/// `SFRAME_ABI_AMD64_ENDIAN_LITTLE`.
-const ABI_AMD64_LE: u8 = 3;
-/// The return address sits just below the CFA on x86_64, always.
-pub const FIXED_RA_OFFSET: i8 = -8;
-/// Fixed header size (no auxiliary header).
-const HEADER_SIZE: usize = 28;
-/// Size of one V3 FDE index entry.
-const FDE_SIZE: usize = 16;
-/// FRE count field of the V3 attribute record is 16 bits wide.
-pub const MAX_FRES: usize = 0xffff;
+use sframe::{Abi, Version, MAX_FRES_PER_FDE};
+use sframe_encode::{FdeSpec, FreSpec, SectionSpec, FDE_PC_MASK, FDE_SIGNAL_FRAME};
 
 /// Register the CFA is computed from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,8 +110,8 @@ pub enum EncodeError {
     /// widest start an i64 field relative to address 0 holds) or ends past
     /// 2^64.
     AddressOverflow(u64),
-    /// The section would exceed 4 GiB.
-    TooLarge,
+    /// The section encoder refused the section (it would exceed 4 GiB).
+    Section(sframe_encode::Error),
 }
 
 impl fmt::Display for EncodeError {
@@ -135,7 +122,7 @@ impl fmt::Display for EncodeError {
                 write!(f, "function {a:#x}: block size 0 or past its end")
             }
             EncodeError::TooManyRows(a) => {
-                write!(f, "function {a:#x} has more than {MAX_FRES} rows")
+                write!(f, "function {a:#x} has more than {MAX_FRES_PER_FDE} rows")
             }
             EncodeError::BadRowStart(a) => {
                 write!(
@@ -145,61 +132,30 @@ impl fmt::Display for EncodeError {
             }
             EncodeError::Overlap(a, b) => write!(f, "functions {a:#x} and {b:#x} overlap"),
             EncodeError::AddressOverflow(a) => write!(f, "function {a:#x}: address out of range"),
-            EncodeError::TooLarge => write!(f, "the section would exceed 4 GiB"),
+            EncodeError::Section(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for EncodeError {}
 
-/// Width code of the FRE start offsets of a function (`SFRAME_FRE_TYPE_*`)
-/// and its size in bytes: the smallest that holds the last row's start.
-fn fre_type(last_start: u32) -> (u8, usize) {
-    if last_start <= u32::from(u8::MAX) {
-        (0, 1)
-    } else if last_start <= u32::from(u16::MAX) {
-        (1, 2)
-    } else {
-        (2, 4)
-    }
-}
-
-/// Offset size code of an FRE (`SFRAME_FRE_OFFSET_*_BYTES`) and its size:
-/// the smallest signed width that holds every data word.
-fn offset_size(words: &[i32]) -> (u8, usize) {
-    if words.iter().all(|&w| i8::try_from(w).is_ok()) {
-        (0, 1)
-    } else if words.iter().all(|&w| i16::try_from(w).is_ok()) {
-        (1, 2)
-    } else {
-        (2, 4)
-    }
-}
-
-/// Append the FRE `fre` with a start offset of `addr_size` bytes.
-fn push_fre(out: &mut Vec<u8>, fre: &Fre, addr_size: usize) {
-    out.extend(fre.start.to_le_bytes().into_iter().take(addr_size));
-    // (CFA base is SP, data words, their count). The RA word is absent: the
-    // header fixes it at CFA - 8.
-    let (sp, words, count): (bool, [i32; 2], u8) = match fre.rule {
+/// The FRE of `fre`. The RA has no data word: the header fixes it at
+/// CFA - 8.
+fn fre_spec(fre: &Fre) -> FreSpec {
+    match fre.rule {
         Rule::Frame {
             cfa_base,
             cfa_offset,
-            fp_offset: Some(fp),
-        } => (cfa_base == CfaBase::Sp, [cfa_offset, fp], 2),
-        Rule::Frame {
-            cfa_base,
-            cfa_offset,
-            fp_offset: None,
-        } => (cfa_base == CfaBase::Sp, [cfa_offset, 0], 1),
+            fp_offset,
+        } => {
+            let sp = cfa_base == CfaBase::Sp;
+            match fp_offset {
+                Some(fp) => FreSpec::new(fre.start, sp, &[cfa_offset, fp]),
+                None => FreSpec::new(fre.start, sp, &[cfa_offset]),
+            }
+        }
         // GNU as writes the outermost FRE as info 0, no words.
-        Rule::Outermost => (false, [0, 0], 0),
-    };
-    let words = words.get(..usize::from(count)).unwrap_or(&[]);
-    let (size_code, size) = offset_size(words);
-    out.push((size_code << 5) | (count << 1) | u8::from(sp));
-    for &w in words {
-        out.extend(w.to_le_bytes().into_iter().take(size));
+        Rule::Outermost => FreSpec::new(fre.start, false, &[]),
     }
 }
 
@@ -208,7 +164,7 @@ fn check(f: &Function) -> Result<(), EncodeError> {
     if f.fres.is_empty() {
         return Err(EncodeError::NoRows(f.start));
     }
-    if f.fres.len() > MAX_FRES {
+    if u32::try_from(f.fres.len()).map_or(true, |n| n > MAX_FRES_PER_FDE) {
         return Err(EncodeError::TooManyRows(f.start));
     }
     // Rows must start inside the function, or inside the first block.
@@ -224,6 +180,9 @@ fn check(f: &Function) -> Result<(), EncodeError> {
         }
         prev = Some(fre.start);
     }
+    // The decoder adds the start, stored relative to its field, to the
+    // field's address: from a section at 0, that is the start if below 2^63.
+    i64::try_from(f.start).map_err(|_| EncodeError::AddressOverflow(f.start))?;
     f.start
         .checked_add(u64::from(f.size))
         .ok_or(EncodeError::AddressOverflow(f.start))?;
@@ -247,75 +206,32 @@ pub fn encode(functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
         prev = Some(f);
     }
 
-    // The FRE area first: the FDEs point into it.
-    let mut fres = Vec::new();
-    let mut attr_offs = Vec::with_capacity(order.len());
-    let mut num_fres: usize = 0;
-    for f in &order {
-        attr_offs.push(u32::try_from(fres.len()).map_err(|_| EncodeError::TooLarge)?);
-        let last = f.fres.last().map_or(0, |r| r.start);
-        let (ty, addr_size) = fre_type(last);
-        // Checked by `check`: at most 0xffff rows.
-        let n = u16::try_from(f.fres.len()).map_err(|_| EncodeError::TooManyRows(f.start))?;
-        fres.extend(n.to_le_bytes());
-        // Bit 4: PC type "mask" (else "increment"); bit 7: a signal
-        // trampoline.
-        let mask = if f.rep_size.is_some() { 0x10 } else { 0 };
-        fres.push(ty | mask | if f.signal_frame { 0x80 } else { 0 });
-        fres.push(0); // info2: SFRAME_FDE_TYPE_DEFAULT
-        fres.push(f.rep_size.unwrap_or(0)); // block size of a PC-mask FDE
-        for fre in &f.fres {
-            push_fre(&mut fres, fre, addr_size);
-        }
-        num_fres = num_fres.saturating_add(f.fres.len());
+    let fdes = order
+        .iter()
+        .map(|f| {
+            let mut fde = FdeSpec::new(f.start, f.size, f.fres.iter().map(fre_spec).collect());
+            if let Some(n) = f.rep_size {
+                fde.info |= FDE_PC_MASK;
+                fde.rep_size = n;
+            }
+            if f.signal_frame {
+                fde.info |= FDE_SIGNAL_FRAME;
+            }
+            fde
+        })
+        .collect();
+    SectionSpec {
+        fdes,
+        ..SectionSpec::new(Version::V3, Abi::Amd64)
     }
-
-    let too_large = |_| EncodeError::TooLarge;
-    let fde_bytes = order
-        .len()
-        .checked_mul(FDE_SIZE)
-        .ok_or(EncodeError::TooLarge)?;
-    let total = HEADER_SIZE
-        .checked_add(fde_bytes)
-        .and_then(|n| n.checked_add(fres.len()))
-        .ok_or(EncodeError::TooLarge)?;
-    u32::try_from(total).map_err(too_large)?;
-
-    let mut out = Vec::with_capacity(total);
-    out.extend(MAGIC.to_le_bytes());
-    out.push(VERSION_3);
-    out.push(F_FDE_SORTED | F_FDE_FUNC_START_PCREL);
-    out.push(ABI_AMD64_LE);
-    out.push(0); // no fixed FP offset: FREs say where RBP is
-    out.extend(FIXED_RA_OFFSET.to_le_bytes());
-    out.push(0); // no auxiliary header
-    out.extend(u32::try_from(order.len()).map_err(too_large)?.to_le_bytes());
-    out.extend(u32::try_from(num_fres).map_err(too_large)?.to_le_bytes());
-    out.extend(u32::try_from(fres.len()).map_err(too_large)?.to_le_bytes());
-    out.extend(0u32.to_le_bytes()); // FDEs right after the header
-    out.extend(u32::try_from(fde_bytes).map_err(too_large)?.to_le_bytes());
-
-    for (f, attr) in order.iter().zip(&attr_offs) {
-        // PC-relative: the start is stored relative to this field, and the
-        // section sits at 0, so the field's address is its offset.
-        let field = i64::try_from(out.len()).map_err(too_large)?;
-        let start = i64::try_from(f.start)
-            .ok()
-            .and_then(|s| s.checked_sub(field))
-            // Only addresses below 2^63 (all user space) are representable.
-            .ok_or(EncodeError::AddressOverflow(f.start))?;
-        out.extend(start.to_le_bytes());
-        out.extend(f.size.to_le_bytes());
-        out.extend(attr.to_le_bytes());
-    }
-    out.extend(fres);
-    Ok(out)
+    .encode()
+    .map_err(EncodeError::Section)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sframe::{Base, Error, FreType, PcType, RegRule, Section, Version};
+    use sframe::{Base, Error, FreType, PcType, RegRule, Section};
 
     fn frame(cfa_base: CfaBase, cfa_offset: i32, fp_offset: Option<i32>) -> Rule {
         Rule::Frame {
@@ -555,16 +471,16 @@ mod tests {
 
     #[test]
     fn most_rows_v3_can_count() {
-        let rows: Vec<(u32, Rule)> = (0..MAX_FRES as u32)
+        let rows: Vec<(u32, Rule)> = (0..MAX_FRES_PER_FDE)
             .map(|i| (i, frame(CfaBase::Sp, 8 + 8 * (i as i32 % 2), None)))
             .collect();
-        let f = [func(0x400000, MAX_FRES as u32 + 1, &rows)];
+        let f = [func(0x400000, MAX_FRES_PER_FDE + 1, &rows)];
         let bytes = encode(&f).unwrap();
         round_trip(&f, &bytes);
         let mut too_many = f[0].clone();
         too_many.size += 1;
         too_many.fres.push(Fre {
-            start: MAX_FRES as u32,
+            start: MAX_FRES_PER_FDE,
             rule: Rule::Outermost,
         });
         assert_eq!(encode(&[too_many]), Err(EncodeError::TooManyRows(0x400000)));

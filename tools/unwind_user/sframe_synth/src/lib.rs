@@ -8,7 +8,8 @@
 //!   object (untrusted input: every read is checked);
 //! - [`cfi::read_eh_frame`] evaluates every FDE with gimli and keeps the
 //!   functions whose every row SFrame can express exactly;
-//! - [`encode::encode`] writes the SFrame V3 section.
+//! - [`encode::encode`] checks the functions and writes the SFrame V3
+//!   section with `sframe_encode`, the encoder the decoder's tests use.
 //!
 //! **Address convention.** The section is encoded as if it were located at
 //! address 0 of the object's link-time address space: decoded with
