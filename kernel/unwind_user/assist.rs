@@ -11,7 +11,10 @@
 //! and exec clears the word: no image that did not install the handler is
 //! ever sent the signal.
 
-use crate::{eopnotsupp, read_versioned, registry, u64_at};
+use crate::{
+    prctl::{eopnotsupp, read_versioned},
+    registry,
+};
 use kernel::{
     bindings,
     error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
@@ -68,20 +71,15 @@ fn with_word<R>(f: impl FnOnce(&Atomic<u64>) -> R) -> R {
     f(word)
 }
 
-fn u32_at(buf: &[u8], i: usize) -> u32 {
-    let mut w = [0u8; 4];
-    if let Some(b) = buf.get(i * 4..i * 4 + 4) {
-        w.copy_from_slice(b);
-    }
-    u32::from_ne_bytes(w)
-}
-
 /// `UNWIND_USER_ASSIST_ENABLE`: the signal, answer size and deadline the
 /// calling thread group wants, or signal 0 for none.
 pub(crate) fn enable(ptr: c_ulong, size: c_ulong) -> Result {
-    let b = read_versioned::<ASSIST_SIZE>(ptr, size, ASSIST_SIZE)?;
-    let (signo, max_entries, timeout_ms, flags) =
-        (u32_at(&b, 0), u32_at(&b, 1), u32_at(&b, 2), u32_at(&b, 3));
+    let bindings::unwind_user_assist {
+        signo,
+        max_entries,
+        timeout_ms,
+        flags,
+    } = read_versioned(ptr, size, ASSIST_SIZE)?;
     if flags != 0 {
         return Err(EINVAL);
     }
@@ -118,8 +116,12 @@ pub(crate) fn enable(ptr: c_ulong, size: c_ulong) -> Result {
 /// `UNWIND_USER_ASSIST_SUBMIT`: the calling thread's own frames for the
 /// cookie it was sent.
 pub(crate) fn submit(ptr: c_ulong, size: c_ulong) -> Result {
-    let b = read_versioned::<FRAMES_SIZE>(ptr, size, FRAMES_SIZE)?;
-    let (cookie, entries, nr, flags) = (u64_at(&b, 0), u64_at(&b, 1), u32_at(&b, 4), u32_at(&b, 5));
+    let bindings::unwind_user_assist_frames {
+        cookie,
+        entries,
+        nr,
+        flags,
+    } = read_versioned(ptr, size, FRAMES_SIZE)?;
     if flags != 0 {
         return Err(EINVAL);
     }
@@ -145,21 +147,33 @@ pub(crate) fn submit(ptr: c_ulong, size: c_ulong) -> Result {
 }
 
 /// The signal to send to the current thread with each deferred unwind's
-/// cookie, and in `*timeout_ms` how long its answer is taken; 0 if its
-/// thread group did not ask for user-assisted unwinding. Called from
-/// `kernel/unwind/deferred.c`, at NMI time too: one atomic read.
-///
-/// # Safety
-///
-/// `timeout_ms` must be valid for writes.
-#[export]
-pub(crate) unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c_int {
-    match Assist::current() {
-        Some(a) => {
-            // SAFETY: The caller's contract.
-            unsafe { *timeout_ms = c_uint::from(a.timeout_ms) };
-            c_int::from(a.signo)
-        }
-        None => 0,
+/// cookie and how long its answer is taken, in ms, if its thread group
+/// asked for user-assisted unwinding. One atomic read, in any context.
+pub(crate) fn signal() -> Option<(c_int, c_uint)> {
+    Assist::current().map(|a| (c_int::from(a.signo), c_uint::from(a.timeout_ms)))
+}
+
+#[kunit_tests(unwind_user_assist)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opt_in_is_one_word() {
+        // The largest values the prctl takes survive the packing.
+        let a = Assist {
+            signo: bindings::_NSIG as u8,
+            max_entries: bindings::UNWIND_USER_ASSIST_MAX_ENTRIES as u16,
+            timeout_ms: bindings::UNWIND_USER_ASSIST_MAX_TIMEOUT_MS as u16,
+        };
+        assert_eq!(Assist::from_word(a.word()), Some(a));
+        let b = Assist {
+            signo: bindings::SIGUSR1 as u8,
+            max_entries: 1,
+            timeout_ms: 1,
+        };
+        assert_eq!(Assist::from_word(b.word()), Some(b));
+        // Signal 0 is no opt-in, whatever the rest says.
+        assert_eq!(Assist::from_word(0), None);
+        assert_eq!(Assist::from_word(b.word() & !0xff), None);
     }
 }

@@ -6,17 +6,20 @@
 //! [`SframeMm`]: the unwinder's counters and an RCU-protected, immutable,
 //! sorted [`Table`] of [`Entry`]s keyed by text range.
 //!
-//! Writers (exec, prctl, munmap, fork) hold the mmap write lock, build a new
-//! table and publish it; the old one is freed after a grace period. Readers
-//! (the unwind step, possibly in NMI later) take only `rcu_read_lock()` and
+//! Writers (exec, prctl, munmap, fork) hold the mmap write lock, which a
+//! [`RegistryWriter`] proves, build a new table and publish it; the old one
+//! is freed after a grace period. Readers (the unwind step, in task context
+//! or at NMI time) take only `rcu_read_lock()` and
 //! copy the entry they need out of the table before touching user memory,
-//! since a user read may fault and sleep.
+//! since a user read may fault and sleep. Each registry also holds the
+//! address space's rule cache (`rule_cache.rs`) and its counters.
 //!
 //! The maple tree would serve as the index too, but its Rust abstraction only
 //! loads under the tree's spinlock, which an NMI-time reader must not take;
 //! a sorted array searched by binary search under RCU is NMI-safe and, with
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
+use crate::rule_cache::{Cached, RuleCache};
 use kernel::{
     alloc::{
         flags::{__GFP_NOWARN, __GFP_RETRY_MAYFAIL, GFP_KERNEL_ACCOUNT},
@@ -24,6 +27,7 @@ use kernel::{
     },
     bindings,
     error::code::{EEXIST, ENOENT, ENOSPC},
+    mm::MmWithUser,
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Full, Relaxed, Release},
@@ -150,187 +154,6 @@ impl Fdes {
             .filter(|m| m.fde == i)
             .map(|m| m.mark);
         Some((i, f, mark))
-    }
-}
-
-/// A plain frame's rule (the return address at CFA - 8) as the rule cache
-/// keeps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CachedRule {
-    /// CFA = SP (or FP, with `use_fp`) + `cfa_off`.
-    pub(crate) cfa_off: i32,
-    /// The caller's FP at CFA + `fp_off`; 0: FP is not saved.
-    pub(crate) fp_off: i32,
-    /// The CFA is based on FP.
-    pub(crate) use_fp: bool,
-}
-
-/// What the rule cache knows of a PC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cached {
-    /// The frame's rule.
-    Rule(CachedRule),
-    /// No section covers the PC, or its row leaves the frame to the frame
-    /// pointer (and the PC is not the signal trampoline): the frame-pointer
-    /// rule gets the frame.
-    FramePointer,
-    /// As [`Cached::FramePointer`], for a return address found in
-    /// executable memory by a walk that may sleep: when the frame-pointer
-    /// rule reads it again, it needs no VMA lookup.
-    FramePointerInCode,
-    /// The PC is in a section's text but no row describes it, and the
-    /// section does not say its code keeps frame pointers: the walk ends.
-    End,
-}
-
-/// A cache from PC to frame rule, one per address space: return addresses
-/// repeat across samples, and a hit costs neither a search of the registry
-/// nor a read of a section, so that the steady state of a walk reads only
-/// the stack, like the frame-pointer walk.
-///
-/// Every registry change (a new table, an entry found malformed) advances
-/// the address space's generation and empties the cache, and an entry
-/// holds the generation it was computed in: a walk takes only entries of
-/// the generation it started with (or last looked up in), so none outlives
-/// the registration it came from, even one a racing reader stored after
-/// the cache was emptied.
-///
-/// Four-way set-associative, 128 sets: a PC is stored in the first way of
-/// its set, whose entries move one way down. Each slot is one 64-bit word,
-/// read and written whole, so that readers and writers on any CPU, NMI
-/// included, never see half an entry. Bits 63-16 are the key: the PC's bits
-/// 46-7 (the set, picked by a hash of the PC, says the rest), the
-/// generation's low 7 bits and whether the PC is a return address minus
-/// one; bits 15-7 are the CFA offset in words (9 bits, signed), bits 6-1
-/// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
-/// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
-/// means [`Cached::FramePointer`], [`Cached::End`] with bit 0 set, or
-/// [`Cached::FramePointerInCode`] with bit 1 set. A rule that does not fit
-/// is not cached;
-/// a PC below the first page or above 2^47 is not cached. An empty slot
-/// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
-/// the step gives such a PC anyway: the probe need not check for it.
-pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
-
-impl RuleCache {
-    const SETS: usize = 128;
-    const WAYS: usize = 4;
-
-    pub(crate) fn new() -> Result<KBox<Self>> {
-        Ok(KBox::new(
-            RuleCache(core::array::from_fn(|_| Atomic::new(0))),
-            gfp(),
-        )?)
-    }
-
-    /// The key of `pc` (`adj`: a return address minus one) in generation
-    /// `gen`, in place (bits 63-16; the rule's bits clear); `None` for a PC
-    /// above 2^47, which the cache does not hold.
-    #[inline(always)]
-    fn key(pc: usize, adj: bool, gen: u64) -> Option<u64> {
-        let pc = pc as u64;
-        if pc >> 47 != 0 {
-            return None;
-        }
-        // The generation's low 7 bits are bits 7-1 of its word (bit 0
-        // says whether anything is registered).
-        Some(((pc & !0x7f) << 1 | gen & 0xfe | u64::from(adj)) << 16)
-    }
-
-    /// The ways of the set of `pc`, first to last.
-    fn ways(&self, pc: usize) -> &[Atomic<u64>] {
-        let i = Self::set(pc) * Self::WAYS;
-        self.0.get(i..i + Self::WAYS).unwrap_or(&[])
-    }
-
-    /// The set of `pc`: its low 7 bits xor the next 7, which the key holds,
-    /// so that the set and the key give back the whole PC. Return addresses
-    /// differ in their low bits; folding in the next ones keeps those of
-    /// functions 128 bytes apart out of one set.
-    pub(crate) fn set(pc: usize) -> usize {
-        (pc ^ pc >> 7) & 0x7f
-    }
-
-    /// Reads a slot as `READ_ONCE()` does, in line. [`Atomic::load`] calls
-    /// an out-of-line C helper, `atomic64_read()`, and a probe of up to four
-    /// of them is most of what a cached frame costs: each call makes the
-    /// step save and restore the registers it lives in.
-    #[inline(always)]
-    fn read(slot: &Atomic<u64>) -> u64 {
-        // SAFETY: `slot.as_ptr()` is valid and aligned for a `u64` as long
-        // as `slot` lives. The unwinder builds for x86-64 only, where an
-        // aligned 8-byte volatile load is one `mov`, atomic against the
-        // writers, which store whole words with `Atomic::store()`
-        // (`WRITE_ONCE()`): this is `READ_ONCE()`, as in `File::flags()`.
-        unsafe { slot.as_ptr().read_volatile() }
-    }
-
-    #[inline(always)]
-    pub(crate) fn get(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
-        let key = Self::key(pc, adj, gen)?;
-        let w = self
-            .ways(pc)
-            .iter()
-            .map(Self::read)
-            .find(|&w| w ^ key < 1 << 16)?;
-        match w & 0xffff {
-            0 => return Some(Cached::FramePointer),
-            1 => return Some(Cached::End),
-            2 => return Some(Cached::FramePointerInCode),
-            _ => {}
-        }
-        // Sign-extend the 9- and 6-bit fields.
-        let cfa_words = (((w >> 7) as i64) << 55 >> 55) as i32;
-        let fp_words = (((w >> 1) as i64) << 58 >> 58) as i32;
-        Some(Cached::Rule(CachedRule {
-            cfa_off: cfa_words * 8,
-            fp_off: fp_words * 8,
-            use_fp: w & 1 != 0,
-        }))
-    }
-
-    /// Stores what `pc` unwinds with, in generation `gen`, and returns the
-    /// slot it went to and the word stored there.
-    fn put(&self, pc: usize, adj: bool, gen: u64, c: Cached) -> Option<(&Atomic<u64>, u64)> {
-        let rule = match c {
-            Cached::FramePointer => 0,
-            Cached::End => 1,
-            Cached::FramePointerInCode => 2,
-            Cached::Rule(r) => {
-                let fits = r.cfa_off != 0
-                    && r.cfa_off % 8 == 0
-                    && (-256..256).contains(&(r.cfa_off / 8))
-                    && r.fp_off % 8 == 0
-                    && (-32..32).contains(&(r.fp_off / 8));
-                if !fits {
-                    return None;
-                }
-                let cfa = ((r.cfa_off / 8) as u64) & 0x1ff;
-                let fp = ((r.fp_off / 8) as u64) & 0x3f;
-                cfa << 7 | fp << 1 | u64::from(r.use_fp)
-            }
-        };
-        let key = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE)?;
-        // The new entry goes first; the ones before its old place (or all
-        // but the last) move one way down. Racing writers may lose an entry
-        // or store one twice: either only costs a later lookup.
-        let first = self.ways(pc).first()?;
-        let mut carry = key | rule;
-        for way in self.ways(pc) {
-            let old = way.load(Relaxed);
-            way.store(carry, Relaxed);
-            if old ^ key < 1 << 16 {
-                break;
-            }
-            carry = old;
-        }
-        Some((first, key | rule))
-    }
-
-    fn clear(&self) {
-        for slot in &self.0 {
-            slot.store(0, Relaxed);
-        }
     }
 }
 
@@ -541,16 +364,14 @@ unsafe fn slot<'a>(mm: *mut bindings::mm_struct) -> &'a Atomic<*mut SframeMm> {
 }
 
 impl SframeMm {
-    /// The state of `mm`, if it ever had a registration.
-    ///
-    /// # Safety
-    ///
-    /// `mm` must point to a live `mm_struct`, and stay live for `'a`.
-    pub(crate) unsafe fn get<'a>(mm: *mut bindings::mm_struct) -> Option<&'a SframeMm> {
-        // SAFETY: The caller guarantees `mm` is live.
-        let p = unsafe { slot(mm) }.load(Acquire);
-        // SAFETY: A non-null `mm->sframe` points to a `SframeMm` that lives as
-        // long as the mm (type invariant).
+    /// The registry of `mm`, if it ever had a registration: it lives as
+    /// long as `mm` has users.
+    pub(crate) fn of(mm: &MmWithUser) -> Option<&SframeMm> {
+        // SAFETY: `mm` is live for the borrow.
+        let p = unsafe { slot(mm.as_raw()) }.load(Acquire);
+        // SAFETY: A non-null `mm->sframe` points to a `SframeMm` that lives
+        // until `mm` has no users left (type invariant), and `mm` has users
+        // for as long as it is borrowed.
         unsafe { p.as_ref() }
     }
 
@@ -578,22 +399,28 @@ impl SframeMm {
         )?)
     }
 
-    /// The state of `mm`, created if needed.
+    /// Makes `new` the registry of `mm`.
     ///
     /// # Safety
     ///
-    /// `mm` must be live and its mmap write lock held.
-    pub(crate) unsafe fn get_or_create<'a>(mm: *mut bindings::mm_struct) -> Result<&'a SframeMm> {
-        // SAFETY: The caller guarantees `mm` is live and locked.
-        if let Some(s) = unsafe { Self::get(mm) } {
-            return Ok(s);
-        }
-        let p = KBox::into_raw(Self::new()?);
-        // SAFETY: `mm` is live; writers are serialised by the mmap lock, so
-        // the slot is still null.
+    /// `mm` must be live and have no registry; the caller holds its mmap
+    /// write lock (writers are serialised by it) for `'a`.
+    pub(crate) unsafe fn install<'a>(
+        mm: *mut bindings::mm_struct,
+        new: KBox<SframeMm>,
+    ) -> &'a SframeMm {
+        let p = KBox::into_raw(new);
+        // SAFETY: `mm` is live (the caller's contract).
         unsafe { slot(mm) }.store(p, Release);
-        // SAFETY: Just allocated; freed only with the mm.
-        Ok(unsafe { &*p })
+        // SAFETY: Just allocated; freed only with the mm, when it has no
+        // users left, after `'a`.
+        unsafe { &*p }
+    }
+
+    /// The registry, for its only writer: a state not shared yet (a test's).
+    #[cfg(CONFIG_KUNIT = "y")]
+    pub(crate) fn exclusive(&mut self) -> RegistryWriter<'_> {
+        RegistryWriter(self)
     }
 
     /// The current table, for a reader: it stays live while `_rcu` is held
@@ -602,19 +429,6 @@ impl SframeMm {
         // SAFETY: A non-null table is live until a writer retires it, and a
         // retired table is freed only after an RCU grace period, which cannot
         // end while `_rcu` is held.
-        unsafe { self.table.load(Acquire).as_ref() }
-    }
-
-    /// The current table, for a writer.
-    ///
-    /// # Safety
-    ///
-    /// The caller is the only writer for as long as it uses the table: it
-    /// holds the mmap write lock of the mm this state belongs to, or the
-    /// state is not shared yet. Only writers retire tables.
-    unsafe fn table_exclusive(&self) -> Option<&Table> {
-        // SAFETY: No other writer can retire the table while the caller
-        // uses it (the caller's contract).
         unsafe { self.table.load(Acquire).as_ref() }
     }
 
@@ -658,102 +472,6 @@ impl SframeMm {
             // readers that could have seen it are gone.
             unsafe { bindings::call_rcu((*old).rcu.get(), Some(free_table_rcu)) };
         }
-    }
-
-    /// Registers `s`, whose validated header and FDEs are `fdes`. `ENOSPC`
-    /// when the address space has [`MAX_SECTIONS`] registrations or their
-    /// FDE tables would pass [`MAX_FDE_BYTES`].
-    ///
-    /// # Safety
-    ///
-    /// As for [`SframeMm::table_exclusive`]: the caller holds the mmap write
-    /// lock, or the state is not shared.
-    pub(crate) unsafe fn add(&self, s: Section, fdes: Arc<Fdes>) -> Result {
-        // SAFETY: The caller's contract.
-        let old = unsafe { self.table_exclusive() };
-        let live = || old.into_iter().flat_map(Table::live);
-        let bytes = live()
-            .map(|e| e.fdes.bytes())
-            .fold(fdes.bytes(), usize::saturating_add);
-        if live().count() >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
-            return Err(ENOSPC);
-        }
-        if live().any(|e| e.section.overlaps(s.text_start, s.text_end)) {
-            return Err(EEXIST);
-        }
-        let id = self.next_id.fetch_add(1, Relaxed);
-        self.publish(Table::rebuild(
-            old,
-            |_| true,
-            Some(Entry::new(s, id, fdes)),
-        )?);
-        Ok(())
-    }
-
-    /// Removes the registration whose text starts at `text_start`.
-    ///
-    /// # Safety
-    ///
-    /// As for [`SframeMm::add`].
-    pub(crate) unsafe fn remove(&self, text_start: usize) -> Result {
-        // SAFETY: The caller's contract.
-        let old = unsafe { self.table_exclusive() }.ok_or(ENOENT)?;
-        if !old.live().any(|e| e.section.text_start == text_start) {
-            return Err(ENOENT);
-        }
-        self.publish(Table::rebuild(
-            Some(old),
-            |e| e.text_start != text_start,
-            None,
-        )?);
-        Ok(())
-    }
-
-    /// Removes every registration whose text or section overlaps
-    /// `[start, end)`, which is being unmapped. On allocation failure the
-    /// affected entries are marked dead instead, so that no reader uses them.
-    ///
-    /// # Safety
-    ///
-    /// As for [`SframeMm::add`].
-    pub(crate) unsafe fn unmap(&self, start: usize, end: usize) {
-        // SAFETY: The caller's contract.
-        let Some(old) = (unsafe { self.table_exclusive() }) else {
-            return;
-        };
-        let hit = |e: &Section| {
-            let sframe_end = e.sframe_start.saturating_add(e.sframe_len as usize);
-            e.overlaps(start, end) || (e.sframe_start < end && start < sframe_end)
-        };
-        if !old.live().any(|e| hit(&e.section)) {
-            return;
-        }
-        match Table::rebuild(Some(old), |e| !hit(e), None) {
-            Ok(t) => self.publish(t),
-            Err(_) => {
-                old.entries
-                    .iter()
-                    .filter(|e| hit(&e.section))
-                    .for_each(|e| e.dead.store(true, Relaxed));
-                self.invalidate(None);
-            }
-        }
-    }
-
-    /// Copies the live registrations that `keep` accepts into `dst`, an
-    /// empty state of a new mm (fork), ids included.
-    ///
-    /// # Safety
-    ///
-    /// As for [`SframeMm::add`], for both states: the caller holds both mmap
-    /// write locks, or the states are not shared.
-    pub(crate) unsafe fn copy_to(&self, dst: &SframeMm, keep: impl Fn(&Section) -> bool) -> Result {
-        // SAFETY: The caller's contract.
-        if let Some(old) = unsafe { self.table_exclusive() } {
-            dst.publish(Table::rebuild(Some(old), keep, None)?);
-            dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
-        }
-        Ok(())
     }
 
     /// Number of live registrations.
@@ -858,6 +576,119 @@ impl SframeMm {
     }
 }
 
+/// A registry as its one writer sees it: exec, prctl, munmap and fork
+/// change it with the mmap write lock held ([`crate::mm::LockedMm`]), a
+/// test with the only reference to a registry it made.
+///
+/// # Invariants
+///
+/// No other writer of the registry exists while this lives: only writers
+/// replace or retire its table.
+pub(crate) struct RegistryWriter<'a>(&'a SframeMm);
+
+impl<'a> RegistryWriter<'a> {
+    /// # Safety
+    ///
+    /// The caller holds the mmap write lock of the mm `registry` belongs
+    /// to, for `'a`.
+    pub(crate) unsafe fn new(registry: &'a SframeMm) -> Self {
+        RegistryWriter(registry)
+    }
+
+    /// The current table.
+    fn table(&self) -> Option<&Table> {
+        // SAFETY: A non-null table is live until a writer retires it, and
+        // there is no other writer (type invariant).
+        unsafe { self.0.table.load(Acquire).as_ref() }
+    }
+
+    /// Registers `s`, whose validated header and FDEs are `fdes`. `ENOSPC`
+    /// when the address space has [`MAX_SECTIONS`] registrations or their
+    /// FDE tables would pass [`MAX_FDE_BYTES`].
+    pub(crate) fn add(&self, s: Section, fdes: Arc<Fdes>) -> Result {
+        let old = self.table();
+        let live = || old.into_iter().flat_map(Table::live);
+        let bytes = live()
+            .map(|e| e.fdes.bytes())
+            .fold(fdes.bytes(), usize::saturating_add);
+        if live().count() >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
+            return Err(ENOSPC);
+        }
+        if live().any(|e| e.section.overlaps(s.text_start, s.text_end)) {
+            return Err(EEXIST);
+        }
+        let id = self.next_id.fetch_add(1, Relaxed);
+        self.publish(Table::rebuild(
+            old,
+            |_| true,
+            Some(Entry::new(s, id, fdes)),
+        )?);
+        Ok(())
+    }
+
+    /// Removes the registration whose text starts at `text_start`.
+    pub(crate) fn remove(&self, text_start: usize) -> Result {
+        let old = self.table().ok_or(ENOENT)?;
+        if !old.live().any(|e| e.section.text_start == text_start) {
+            return Err(ENOENT);
+        }
+        self.publish(Table::rebuild(
+            Some(old),
+            |e| e.text_start != text_start,
+            None,
+        )?);
+        Ok(())
+    }
+
+    /// Removes every registration whose text or section overlaps
+    /// `[start, end)`, which is being unmapped. On allocation failure the
+    /// affected entries are marked dead instead, so that no reader uses them.
+    pub(crate) fn unmap(&self, start: usize, end: usize) {
+        let Some(old) = self.table() else {
+            return;
+        };
+        let hit = |e: &Section| {
+            let sframe_end = e.sframe_start.saturating_add(e.sframe_len as usize);
+            e.overlaps(start, end) || (e.sframe_start < end && start < sframe_end)
+        };
+        if !old.live().any(|e| hit(&e.section)) {
+            return;
+        }
+        match Table::rebuild(Some(old), |e| !hit(e), None) {
+            Ok(t) => self.publish(t),
+            Err(_) => {
+                old.entries
+                    .iter()
+                    .filter(|e| hit(&e.section))
+                    .for_each(|e| e.dead.store(true, Relaxed));
+                self.invalidate(None);
+            }
+        }
+    }
+
+    /// Copies the live registrations that `keep` accepts into `dst`, an
+    /// empty registry of a new mm (fork), ids included.
+    pub(crate) fn copy_to(
+        &self,
+        dst: &RegistryWriter<'_>,
+        keep: impl Fn(&Section) -> bool,
+    ) -> Result {
+        if let Some(old) = self.table() {
+            dst.publish(Table::rebuild(Some(old), keep, None)?);
+            dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl core::ops::Deref for RegistryWriter<'_> {
+    type Target = SframeMm;
+
+    fn deref(&self) -> &SframeMm {
+        self.0
+    }
+}
+
 impl Drop for SframeMm {
     /// Frees the current table: when the state goes, no reader can hold it
     /// (the mm has no users left, or the state was never published).
@@ -886,4 +717,196 @@ unsafe extern "C" fn free_table_rcu(head: *mut bindings::callback_head) {
     // SAFETY: The table came from `KBox::into_raw` and the grace period has
     // passed: no reader holds it.
     drop(unsafe { KBox::from_raw(table) });
+}
+
+/// What the unwinder's KUnit tests share: a section and registrations.
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) mod fixtures {
+    use super::*;
+    use kernel::error::code::EINVAL;
+
+    /// A V2 section at 0x10000 (`sframe_addr`) for one function at 0x11000, 0x20 bytes:
+    /// entry, after `push %rbp`, after `mov %rsp,%rbp`, at `ret`.
+    #[rustfmt::skip]
+    pub(crate) const TEST_SECTION: [u8; 62] = [
+        0xe2, 0xde, 2, 1,
+        3, 0, 0xf8, 0,
+        1, 0, 0, 0, 4, 0, 0, 0, 14, 0, 0, 0,
+        0, 0, 0, 0, 20, 0, 0, 0,
+        0x00, 0x10, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
+        0x00, 0x03, 0x08,
+        0x01, 0x05, 0x10, 0xf0,
+        0x04, 0x04, 0x10, 0xf0,
+        0x1f, 0x03, 0x08,
+    ];
+
+    /// The header of [`TEST_SECTION`].
+    pub(crate) fn header() -> Result<sframe::Header> {
+        let s = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000);
+        s.map(|s| *s.header()).map_err(|_| EINVAL)
+    }
+
+    /// A table without functions, for registry tests.
+    pub(crate) fn none() -> Result<Arc<Fdes>> {
+        Fdes::new(header()?, KVVec::new(), KVVec::new())
+    }
+
+    /// A registration of `len` bytes of text at `text_start`.
+    pub(crate) fn sec(text_start: usize, len: usize) -> Section {
+        Section {
+            text_start,
+            text_end: text_start + len,
+            sframe_start: 0x7000_0000 + text_start,
+            sframe_addr: 0x7000_0000 + text_start,
+            sframe_len: 64,
+        }
+    }
+}
+
+#[kunit_tests(unwind_user_registry)]
+mod tests {
+    use super::fixtures::*;
+    use super::*;
+    use kernel::error::code::EINVAL;
+
+    /// What a lookup of `pc` found.
+    fn found(mm: &SframeMm, pc: usize) -> Option<Found> {
+        mm.lookup(pc).found
+    }
+
+    /// The registration covering `pc`.
+    fn at(mm: &SframeMm, pc: usize) -> Option<Section> {
+        found(mm, pc).map(|f| f.section)
+    }
+
+    #[test]
+    fn registry_add_lookup_remove() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        mm.add(sec(0x3000, 0x1000), none()?)?;
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.add(sec(0x5000, 0x100), none()?)?;
+        assert_eq!(mm.len(), 3);
+        assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&mm, 0x1fff), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&mm, 0x2000), None);
+        assert_eq!(at(&mm, 0x3800), Some(sec(0x3000, 0x1000)));
+        assert_eq!(at(&mm, 0x50ff), Some(sec(0x5000, 0x100)));
+        assert_eq!(at(&mm, 0x5100), None);
+        assert_eq!(at(&mm, 0), None);
+        // Overlap at either end, or containing another, is refused.
+        assert_eq!(mm.add(sec(0x1fff, 2), none()?), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x0, 0x1001), none()?), Err(EEXIST));
+        assert_eq!(mm.add(sec(0x2800, 0x4000), none()?), Err(EEXIST));
+        mm.add(sec(0x2000, 0x1000), none()?)?;
+        assert_eq!(mm.remove(0x2800), Err(ENOENT));
+        mm.remove(0x2000)?;
+        assert_eq!(mm.remove(0x2000), Err(ENOENT));
+        assert_eq!(at(&mm, 0x2000), None);
+        assert_eq!(mm.len(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn registry_limit() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        for i in 0..MAX_SECTIONS {
+            mm.add(sec(0x1000 * (i + 1), 0x1000), none()?)?;
+        }
+        assert_eq!(
+            mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), none()?),
+            Err(ENOSPC)
+        );
+        mm.remove(0x1000)?;
+        mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), none()?)?;
+        assert_eq!(mm.len(), MAX_SECTIONS);
+        Ok(())
+    }
+
+    #[test]
+    fn registry_unmap_and_dead() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.add(sec(0x3000, 0x1000), none()?)?;
+        mm.add(sec(0x5000, 0x1000), none()?)?;
+        // Unmapping part of the text drops the registration...
+        mm.unmap(0x3fff, 0x4000);
+        assert_eq!(at(&mm, 0x3000), None);
+        // ... and so does unmapping its section.
+        let s = sec(0x5000, 0x1000);
+        mm.unmap(s.sframe_start + 8, s.sframe_start + 9);
+        assert_eq!(at(&mm, 0x5000), None);
+        assert_eq!(mm.len(), 1);
+        // A section found malformed is skipped at once, counted, and
+        // pruned by the next writer.
+        let stale = found(&mm, 0x1000).ok_or(ENOENT)?;
+        mm.mark_dead(&stale);
+        mm.mark_dead(&stale);
+        assert_eq!(at(&mm, 0x1000), None);
+        assert_eq!(mm.counters.dropped.load(kernel::sync::atomic::Relaxed), 1);
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
+        // A lookup of the old registration, marked late, spares the new one.
+        mm.mark_dead(&stale);
+        assert_eq!(at(&mm, 0x1000), Some(sec(0x1000, 0x1000)));
+        // Fork copies the live registrations that the child has mapped.
+        mm.add(sec(0x8000, 0x1000), none()?)?;
+        let mut child = SframeMm::new()?;
+        let child = child.exclusive();
+        mm.copy_to(&child, |s| s.text_start != 0x8000)?;
+        assert_eq!(at(&child, 0x1800), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&child, 0x8000), None);
+        assert_eq!(child.len(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn fde_table_lookup() -> Result {
+        // TEST_SECTION's one function, [0x11000, 0x11020), in a text from 0x11000.
+        let mut sec_bytes =
+            sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
+                .map_err(|_| EINVAL)?;
+        let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
+        let packed = fde.pack(0x11000).ok_or(EINVAL)?;
+        let mut table = KVVec::new();
+        table.push(packed, GFP_KERNEL)?;
+        // Marks as registration makes them for large functions: the lookup
+        // keeps the last one at or below the PC, of its own function only.
+        let mark = |fde, index, start| FreMark {
+            fde,
+            mark: sframe::FreMark {
+                index,
+                offset: index * 3,
+                start,
+            },
+        };
+        let mut marks = KVVec::new();
+        for m in [mark(0, 16, 0x8), mark(0, 32, 0x10), mark(1, 16, 0x4)] {
+            marks.push(m, GFP_KERNEL)?;
+        }
+        let fdes = Fdes::new(header()?, table, marks)?;
+        assert_eq!(fdes.bytes(), 20 + 3 * 16);
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        mm.add(sec(0x11000, 0x100), fdes)?;
+        let fde_at = |pc| found(&mm, pc).map(|f| f.fde);
+        assert_eq!(fde_at(0x11000), Some(Some((0, packed))));
+        assert_eq!(fde_at(0x1101f), Some(Some((0, packed))));
+        // Registered text, no function there; no registration.
+        assert_eq!(fde_at(0x11020), Some(None));
+        assert_eq!(fde_at(0x11100), None);
+        // What the lookup kept unpacks to the FDE the section gave.
+        let f = found(&mm, 0x11010).ok_or(ENOENT)?;
+        let (i, p) = f.fde.ok_or(ENOENT)?;
+        assert_eq!(p.unpack(f.header.version, 0x11000, i), Ok(fde));
+        let mark_at = |pc| found(&mm, pc).and_then(|f| f.mark).map(|m| m.index);
+        assert_eq!(mark_at(0x11007), None);
+        assert_eq!(mark_at(0x11008), Some(16));
+        assert_eq!(mark_at(0x1100f), Some(16));
+        assert_eq!(mark_at(0x1101f), Some(32));
+        assert_eq!(mark_at(0x11020), None);
+        Ok(())
+    }
 }

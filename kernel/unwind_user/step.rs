@@ -6,62 +6,18 @@
 //! reads the return address and saved frame pointer, checks that the stack
 //! grows and stays aligned, and advances.
 
-use crate::registry::{Cached, CachedRule, Counters, Found, Section, SframeMm};
+use crate::{
+    registry::{Counters, Found, SframeMm},
+    rule_cache::{Cached, CachedRule},
+    usermem::{UserMem, UserReader},
+};
 use kernel::{
     bindings,
     error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
-    ffi::{c_int, c_ulong},
+    ffi::c_int,
     prelude::*,
-    uaccess::{UserPtr, UserSlice},
 };
 use sframe::{Base, Error as SfError, RegRule, Row};
-
-/// How the current task's memory is read: one unwinder, two readers.
-#[derive(Clone, Copy)]
-pub(crate) enum UserMem {
-    /// `copy_from_user()`: may fault pages in and sleep; task context (the
-    /// deferred unwind at return to user space, registration).
-    Faultable,
-    /// `copy_from_user_nmi()`: fails instead of faulting; NMI or IRQ time
-    /// (`perf_callchain_user()`).
-    NoFault,
-}
-
-impl UserMem {
-    /// Fills `buf` from the current task's memory at `addr`.
-    fn copy(self, addr: usize, buf: &mut [u8]) -> Result {
-        // Resident pages, the common case, need no fault handling: try the
-        // copy that cannot fault first, in both contexts. It also skips
-        // might_fault()'s checks, which debug kernels make costly on every
-        // one of the dozen small reads of a lookup.
-        // SAFETY: `buf` is valid for `buf.len()` bytes of writes; the
-        // function checks the user range and never faults.
-        let left = unsafe {
-            bindings::copy_from_user_nmi(
-                buf.as_mut_ptr().cast(),
-                UserPtr::from_addr(addr).as_const_ptr(),
-                buf.len() as c_ulong,
-            )
-        };
-        match self {
-            _ if left == 0 => Ok(()),
-            UserMem::Faultable => UserSlice::new(UserPtr::from_addr(addr), buf.len())
-                .reader()
-                .read_slice(buf),
-            UserMem::NoFault => Err(EFAULT),
-        }
-    }
-
-    fn read<const N: usize>(self, addr: usize) -> Result<[u8; N]> {
-        let mut b = [0u8; N];
-        self.copy(addr, &mut b)?;
-        Ok(b)
-    }
-
-    fn read_word(self, addr: usize) -> Result<usize> {
-        Ok(usize::from_ne_bytes(self.read::<8>(addr)?))
-    }
-}
 
 /// Most section bytes one frame's lookup may read. A lookup reads at most
 /// [`FRE_MARK_EVERY`](crate::registry::FRE_MARK_EVERY) rows from the
@@ -75,101 +31,8 @@ const WALK_BYTES_NOFAULT: u32 = 32 << 10;
 /// The same in task context (the deferred unwind), at the task's own cost.
 const WALK_BYTES: u32 = 256 << 10;
 
-/// Reads a section from the current task's memory, through `mem`, at most
-/// `left` bytes (`u32::MAX`: the whole section, at registration).
-pub(crate) struct UserReader {
-    /// User address of the section's first byte.
-    base: usize,
-    mem: UserMem,
-    /// Bytes this reader may still read.
-    left: u32,
-    /// A read was refused because `left` ran out.
-    pub(crate) exhausted: bool,
-    /// Faultable reads: bytes until the next point where the task may be
-    /// rescheduled or stop for a fatal signal.
-    until_resched: u32,
-    /// A read was refused because the task has a fatal signal pending.
-    pub(crate) killed: bool,
-    /// User copies made.
-    pub(crate) reads: u16,
-}
-
-impl UserReader {
-    /// Bytes read between two rescheduling points in task context: the
-    /// validation of a large section must not hog the CPU.
-    const RESCHED_BYTES: u32 = 64 << 10;
-
-    pub(crate) fn new(s: &Section, mem: UserMem, left: u32) -> Self {
-        UserReader {
-            base: s.sframe_start,
-            mem,
-            left,
-            exhausted: false,
-            until_resched: Self::RESCHED_BYTES,
-            killed: false,
-            reads: 0,
-        }
-    }
-
-    /// In task context, every [`Self::RESCHED_BYTES`]: a rescheduling
-    /// point, and `false` if the task is being killed.
-    fn may_go_on(&mut self, n: u32) -> bool {
-        if !matches!(self.mem, UserMem::Faultable) {
-            return true;
-        }
-        if let Some(rest) = self.until_resched.checked_sub(n) {
-            self.until_resched = rest;
-            return true;
-        }
-        self.until_resched = Self::RESCHED_BYTES;
-        kernel::task::might_sleep();
-        // SAFETY: `current` is a live task; the function only reads its
-        // signal state.
-        self.killed =
-            unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) } != 0;
-        !self.killed
-    }
-}
-
-impl sframe::Reader for UserReader {
-    fn read(&mut self, offset: u32, buf: &mut [u8]) -> core::result::Result<(), SfError> {
-        let n = u32::try_from(buf.len()).map_err(|_| SfError::Read)?;
-        let Some(left) = self.left.checked_sub(n) else {
-            self.exhausted = true;
-            return Err(SfError::Read);
-        };
-        self.left = left;
-        if !self.may_go_on(n) {
-            return Err(SfError::Read);
-        }
-        let addr = self
-            .base
-            .checked_add(offset as usize)
-            .ok_or(SfError::Read)?;
-        self.reads = self.reads.saturating_add(1);
-        self.mem.copy(addr, buf).map_err(|_| SfError::Read)
-    }
-}
-
-/// Opens `s` for reading through `reader`, to validate it at registration.
-/// Only sections for this architecture's ABI, with the return address
-/// where its ABI puts it, are unwound with.
-pub(crate) fn open<R: sframe::Reader>(
-    s: &Section,
-    reader: R,
-) -> core::result::Result<sframe::Section<R>, SfError> {
-    let sec = sframe::Section::new(reader, s.sframe_len, s.sframe_addr as u64)?;
-    let hdr = sec.header();
-    match hdr.abi {
-        // x86-64 `call` pushes the return address just below the CFA; a
-        // section that says otherwise is not for this ABI.
-        sframe::Abi::Amd64 if hdr.fixed_ra_offset() == Some(-8) => Ok(sec),
-        abi => Err(SfError::UnsupportedAbi(abi.raw())),
-    }
-}
-
 /// What user.c should do with a frame an SFrame row describes.
-pub(crate) enum Rule {
+enum Rule {
     /// Apply this frame rule.
     Frame(bindings::unwind_user_frame),
     /// The row marks the outermost frame: the walk ends here, cleanly.
@@ -179,7 +42,7 @@ pub(crate) enum Rule {
 /// Translates an SFrame row into the generic step's frame rule, or `None`
 /// if the row needs more than it can express (a CFA or register rule based
 /// on a register other than SP and FP, or a dereferenced CFA).
-pub(crate) fn rule(row: &Row) -> Option<Rule> {
+fn rule(row: &Row) -> Option<Rule> {
     if row.outermost || row.ra == RegRule::Undefined {
         return Some(Rule::Outermost);
     }
@@ -588,6 +451,95 @@ fn lookup_step(
         None => {
             bump(&mut state.sframe_errors);
             Err(EINVAL)
+        }
+    }
+}
+
+#[kunit_tests(unwind_user_step)]
+mod tests {
+    use super::*;
+    use crate::registry::fixtures::TEST_SECTION;
+    use sframe::CfaRule;
+
+    fn row(cfa: CfaRule, ra: RegRule, fp: RegRule) -> sframe::Row {
+        sframe::Row {
+            cfa,
+            ra,
+            fp,
+            signal_frame: false,
+            outermost: false,
+            ra_mangled: false,
+            func_start: 0x1000,
+            func_size: 0x20,
+            fre_start: 0,
+        }
+    }
+
+    fn frame(r: &sframe::Row) -> Option<(i32, i32, i32, bool)> {
+        match rule(r)? {
+            Rule::Frame(f) => Some((f.cfa_off, f.ra_off, f.fp_off, f.use_fp)),
+            Rule::Outermost => Some((0, 0, 0, false)),
+        }
+    }
+
+    #[test]
+    fn rows_to_frames() {
+        let sp = |offset| CfaRule {
+            base: Base::Sp,
+            offset,
+            deref: false,
+        };
+        let fp = CfaRule {
+            base: Base::Fp,
+            offset: 16,
+            deref: false,
+        };
+        // Function entry: CFA = SP + 8, FP not saved.
+        let entry = row(sp(8), RegRule::CfaOffset(-8), RegRule::SameValue);
+        assert_eq!(frame(&entry), Some((8, -8, 0, false)));
+        // After push %rbp; mov %rsp,%rbp.
+        let body = row(fp, RegRule::CfaOffset(-8), RegRule::CfaOffset(-16));
+        assert_eq!(frame(&body), Some((16, -8, -16, true)));
+        // RA undefined: the outermost frame.
+        let outer = row(sp(8), RegRule::Undefined, RegRule::SameValue);
+        assert!(matches!(rule(&outer), Some(Rule::Outermost)));
+        // What the generic step cannot express goes to frame pointers.
+        let drap = CfaRule {
+            base: Base::Fp,
+            offset: -8,
+            deref: true,
+        };
+        assert!(rule(&row(drap, RegRule::CfaOffset(-8), RegRule::SameValue)).is_none());
+        let r10 = CfaRule {
+            base: Base::Reg(10),
+            offset: 0,
+            deref: false,
+        };
+        assert!(rule(&row(r10, RegRule::CfaOffset(-8), RegRule::SameValue)).is_none());
+    }
+
+    #[test]
+    fn decoder_in_kernel() {
+        let s = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000);
+        assert!(s.is_ok());
+        let Ok(mut s) = s else { return };
+        assert!(s.validate().is_ok());
+        let f = |s: &mut sframe::Section<&[u8]>, pc| s.find(pc).ok().as_ref().and_then(frame);
+        assert_eq!(f(&mut s, 0x11000), Some((8, -8, 0, false)));
+        assert_eq!(f(&mut s, 0x11003), Some((16, -8, -16, false)));
+        assert_eq!(f(&mut s, 0x11010), Some((16, -8, -16, true)));
+        assert_eq!(f(&mut s, 0x1101f), Some((8, -8, 0, false)));
+        assert_eq!(s.find(0x11020), Err(sframe::Error::NotCovered));
+        // Given its FDE, as the registry keeps it.
+        let row = s.fde(0).and_then(|fde| s.find_row(&fde, 0x11010));
+        assert_eq!(row, s.find(0x11010));
+        assert_eq!(s.find(0x10fff), Err(sframe::Error::NotCovered));
+        // Every truncation is refused or found malformed, never a panic.
+        for len in 0..TEST_SECTION.len() {
+            let bytes = &TEST_SECTION[..len];
+            let ok =
+                sframe::Section::new(bytes, len as u32, 0x10000).and_then(|mut s| s.validate());
+            assert!(ok.is_err());
         }
     }
 }

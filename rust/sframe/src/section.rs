@@ -339,13 +339,13 @@ impl<R: Reader> Section<R> {
     /// From `from`, the walk starts at that FRE instead of the first one,
     /// which must start where the mark says ([`Error::FreMarkMismatch`]
     /// otherwise: the bytes changed since the mark was made).
-    fn walk(
+    fn walk<E: From<Error>>(
         &mut self,
         fde: &Fde,
         from: Option<&FreMark>,
         stop: Stop,
-        mut each: impl FnMut(FreMark, &RawFre) -> Result<(), Error>,
-    ) -> Result<Option<RawFre>, Error> {
+        mut each: impl FnMut(FreMark, &RawFre) -> Result<(), E>,
+    ) -> Result<Option<RawFre>, E> {
         let mut win = Window::new();
         let first = self
             .fre_start
@@ -357,7 +357,7 @@ impl<R: Reader> Section<R> {
                 m.index,
                 first.checked_add(m.offset).ok_or(Error::FreDataPastEnd)?,
             ),
-            Some(_) => return Err(Error::FreMarkMismatch),
+            Some(_) => return Err(Error::FreMarkMismatch.into()),
         };
         let limit = self.fre_end;
         let asz = fde.fre_type.addr_size();
@@ -382,14 +382,18 @@ impl<R: Reader> Section<R> {
             let size8 = u8::try_from(size).map_err(|_| Error::FreDataPastEnd)?;
             let fre = RawFre::new(start, info, size8, data)?;
             match (&last, from) {
-                (Some(prev), _) if fre.start <= prev.start => return Err(Error::FreOutOfOrder),
-                (None, Some(m)) if fre.start != m.start => return Err(Error::FreMarkMismatch),
+                (Some(prev), _) if fre.start <= prev.start => {
+                    return Err(Error::FreOutOfOrder.into())
+                }
+                (None, Some(m)) if fre.start != m.start => {
+                    return Err(Error::FreMarkMismatch.into())
+                }
                 _ => {}
             }
             // PR 33131: a start equal to the function size occurs in real
             // binaries (it can never match a PC inside the function).
             if fre.start > fde.func_size {
-                return Err(Error::FrePastFunction);
+                return Err(Error::FrePastFunction.into());
             }
             match stop {
                 Stop::After(ip_off) if fre.start > ip_off => return Ok(last),
@@ -412,7 +416,7 @@ impl<R: Reader> Section<R> {
                 .ok_or(Error::FreDataPastEnd)?;
         }
         if let Stop::Index(_) = stop {
-            return Err(Error::FdeIndexOutOfRange);
+            return Err(Error::FdeIndexOutOfRange.into());
         }
         Ok(last)
     }
@@ -586,21 +590,21 @@ impl<R: Reader> Section<R> {
     /// A section that passes gives `Ok` or [`Error::NotCovered`] from
     /// [`Section::find`] for every PC, as long as its bytes do not change.
     pub fn validate(&mut self) -> Result<(), Error> {
-        self.validate_each(0, |_, _| Ok(()), |_, _| Ok(()))
+        match self.validate_with(&mut CheckOnly) {
+            Ok(()) => Ok(()),
+            Err(Stopped::Invalid(e)) => Err(e),
+            Err(Stopped::Visitor(never)) => match never {},
+        }
     }
 
-    /// [`Section::validate`], and in the same pass what a caller keeps of a
-    /// valid section: `on_fde` gets every FDE with its index, in order,
-    /// before its FREs are checked, and `on_mark` gets the FDE's index and
-    /// each mark [`Section::fre_marks`] gives with `every`. Either may stop
-    /// the pass with an error, which is returned; what they were given
-    /// before an error is not known to be valid.
-    pub fn validate_each(
-        &mut self,
-        every: u32,
-        mut on_fde: impl FnMut(u32, &Fde) -> Result<(), Error>,
-        mut on_mark: impl FnMut(u32, FreMark) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    /// [`Section::validate`], and in the same pass what `visitor` keeps of
+    /// a valid section: every FDE with its index, in order, before its FREs
+    /// are checked, and the marks [`Section::fre_marks`] gives with
+    /// [`Visitor::MARK_EVERY`]. The visitor may stop the pass with an error
+    /// of its own; what it was given before the pass stopped is not known
+    /// to be valid.
+    pub fn validate_with<V: Visitor>(&mut self, visitor: &mut V) -> Result<(), Stopped<V::Error>> {
+        let every = V::MARK_EVERY;
         let hdr = self.header;
         let mut prev: Option<Fde> = None;
         let mut total: u64 = 0;
@@ -608,39 +612,90 @@ impl<R: Reader> Section<R> {
             let fde = self.fde(i)?;
             if let Some(p) = &prev {
                 if fde.func_start < p.func_start {
-                    return Err(Error::FdesUnsorted);
+                    return Err(Error::FdesUnsorted.into());
                 }
                 if fde.func_start < p.func_end() {
-                    return Err(Error::FdesOverlap);
+                    return Err(Error::FdesOverlap.into());
                 }
             }
             let rep = u32::from(fde.rep_size);
             if fde.pc_type == PcType::Mask {
                 if rep == 0 {
-                    return Err(Error::ZeroRepSize);
+                    return Err(Error::ZeroRepSize.into());
                 }
                 if rep > fde.func_size {
-                    return Err(Error::BadRepSize);
+                    return Err(Error::BadRepSize.into());
                 }
             }
-            on_fde(i, &fde)?;
+            visitor.fde(i, &fde).map_err(Stopped::Visitor)?;
             let marked = Self::marked(&fde, every);
-            self.walk(&fde, None, Stop::Never, |m, fre| {
-                if fde.pc_type == PcType::Mask && fre.start >= rep {
-                    return Err(Error::FrePastRepBlock);
-                }
-                decode_row(&hdr, &fde, fre)?;
-                if marked && Self::is_mark(&m, every) {
-                    on_mark(i, m)?;
-                }
-                Ok(())
-            })?;
+            self.walk(
+                &fde,
+                None,
+                Stop::Never,
+                |m, fre| -> Result<(), Stopped<V::Error>> {
+                    if fde.pc_type == PcType::Mask && fre.start >= rep {
+                        return Err(Error::FrePastRepBlock.into());
+                    }
+                    decode_row(&hdr, &fde, fre)?;
+                    if marked && Self::is_mark(&m, every) {
+                        visitor.mark(i, m).map_err(Stopped::Visitor)?;
+                    }
+                    Ok(())
+                },
+            )?;
             total = total.saturating_add(u64::from(fde.num_fres));
             prev = Some(fde);
         }
         if total != u64::from(hdr.num_fres) {
-            return Err(Error::FreCountMismatch);
+            return Err(Error::FreCountMismatch.into());
         }
+        Ok(())
+    }
+}
+
+/// What a caller keeps of a section while [`Section::validate_with`] checks
+/// it, in the same pass: the FDEs, and marks of the rows of functions with
+/// more than [`Visitor::MARK_EVERY`] of them.
+pub trait Visitor {
+    /// Why the visitor stops the pass (an allocation that failed, say).
+    type Error;
+
+    /// Every how many rows of a function a mark is given; 0: none.
+    const MARK_EVERY: u32 = 0;
+
+    /// FDE `index`, before its rows are checked.
+    fn fde(&mut self, index: u32, fde: &Fde) -> Result<(), Self::Error>;
+
+    /// A mark of the rows of FDE `fde`, in order.
+    fn mark(&mut self, fde: u32, mark: FreMark) -> Result<(), Self::Error> {
+        let _ = (fde, mark);
+        Ok(())
+    }
+}
+
+/// Why [`Section::validate_with`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped<E> {
+    /// The section is not valid: the check that failed.
+    Invalid(Error),
+    /// The visitor stopped the pass.
+    Visitor(E),
+}
+
+impl<E> From<Error> for Stopped<E> {
+    fn from(e: Error) -> Self {
+        Stopped::Invalid(e)
+    }
+}
+
+/// The visitor of [`Section::validate`], which keeps nothing.
+struct CheckOnly;
+
+impl Visitor for CheckOnly {
+    type Error = core::convert::Infallible;
+
+    fn fde(&mut self, _: u32, _: &Fde) -> Result<(), Self::Error> {
         Ok(())
     }
 }

@@ -9,7 +9,7 @@
 
 mod common;
 use common::*;
-use sframe::{Abi, Error, Fde, FreMark, Reader, Section, Version};
+use sframe::{Abi, Error, Fde, FreMark, Reader, Section, Stopped, Version, Visitor};
 use sframe_encode::{fre_info, FdeSpec, FreSpec, SectionSpec};
 use std::cell::Cell;
 
@@ -201,12 +201,72 @@ fn mismatched_marks_are_errors() {
     );
 }
 
-/// `validate_each` gives, in the validation's one pass, every FDE that
+/// What `validate_with` gives a visitor that keeps everything: FDEs with
+/// their index, marks every `N` rows.
+#[derive(Default)]
+struct Collect<const N: u32> {
+    fdes: Vec<(u32, Fde)>,
+    marks: Vec<(u32, FreMark)>,
+}
+
+impl<const N: u32> Visitor for Collect<N> {
+    type Error = ();
+    const MARK_EVERY: u32 = N;
+
+    fn fde(&mut self, i: u32, fde: &Fde) -> Result<(), ()> {
+        self.fdes.push((i, *fde));
+        Ok(())
+    }
+
+    fn mark(&mut self, i: u32, m: FreMark) -> Result<(), ()> {
+        self.marks.push((i, m));
+        Ok(())
+    }
+}
+
+/// A visitor that stops the pass at its first FDE or its first mark.
+struct StopAt {
+    fde: bool,
+}
+
+impl Visitor for StopAt {
+    type Error = &'static str;
+    const MARK_EVERY: u32 = 16;
+
+    fn fde(&mut self, _: u32, _: &Fde) -> Result<(), &'static str> {
+        if self.fde {
+            return Err("fde");
+        }
+        Ok(())
+    }
+
+    fn mark(&mut self, _: u32, _: FreMark) -> Result<(), &'static str> {
+        Err("mark")
+    }
+}
+
+/// Compares what `validate_with` gave `Collect<N>` with what `fde(i)` and
+/// `fre_marks` give.
+fn one_pass_is_two<const N: u32>(name: &str, sec: &mut Section<&[u8]>) {
+    let mut want_fdes = Vec::new();
+    let mut want_marks = Vec::new();
+    for i in 0..sec.num_fdes() {
+        let fde = sec.fde(i).unwrap();
+        want_marks.extend(marks(sec, &fde, N).into_iter().map(|m| (i, m)));
+        want_fdes.push((i, fde));
+    }
+    let mut got = Collect::<N>::default();
+    sec.validate_with(&mut got).unwrap();
+    assert_eq!(want_fdes, got.fdes, "{name}");
+    assert_eq!(want_marks, got.marks, "{name}, every {N}");
+}
+
+/// `validate_with` gives, in the validation's one pass, every FDE that
 /// `fde(i)` reads and every mark that `fre_marks` gives, in order, for the
-/// valid sections of the corpus and a 65535-row function; an error of either callback stops the
-/// pass and is returned.
+/// valid sections of the corpus and a 65535-row function; an error of the
+/// visitor stops the pass and is returned as the visitor's.
 #[test]
-fn validate_each_gives_what_two_passes_give() {
+fn validate_with_gives_what_two_passes_give() {
     let mut sections: Vec<(String, Vec<u8>, u64)> = corpus()
         .iter()
         .map(|f| {
@@ -216,38 +276,15 @@ fn validate_each_gives_what_two_passes_give() {
         .collect();
     sections.push(("huge".into(), huge().encode().unwrap(), 0));
     let mut compared = 0;
-    for every in [2, 16] {
-        for (name, data, addr) in &sections {
-            let mut sec = Section::new(&data[..], data.len() as u32, *addr).unwrap();
-            // Sections validation refuses (unsorted FDEs) have nothing to keep.
-            if sec.validate().is_err() {
-                continue;
-            }
-            let mut want_fdes = Vec::new();
-            let mut want_marks = Vec::new();
-            for i in 0..sec.num_fdes() {
-                let fde = sec.fde(i).unwrap();
-                want_marks.extend(marks(&mut sec, &fde, every).into_iter().map(|m| (i, m)));
-                want_fdes.push((i, fde));
-            }
-            let mut got_fdes = Vec::new();
-            let mut got_marks = Vec::new();
-            sec.validate_each(
-                every,
-                |i, fde| {
-                    got_fdes.push((i, *fde));
-                    Ok(())
-                },
-                |i, m| {
-                    got_marks.push((i, m));
-                    Ok(())
-                },
-            )
-            .unwrap();
-            assert_eq!(want_fdes, got_fdes, "{name}");
-            assert_eq!(want_marks, got_marks, "{name}, every {every}");
-            compared += 1;
+    for (name, data, addr) in &sections {
+        let mut sec = Section::new(&data[..], data.len() as u32, *addr).unwrap();
+        // Sections validation refuses (unsorted FDEs) have nothing to keep.
+        if sec.validate().is_err() {
+            continue;
         }
+        one_pass_is_two::<2>(name, &mut sec);
+        one_pass_is_two::<16>(name, &mut sec);
+        compared += 2;
     }
     assert!(
         compared > sections.len(),
@@ -256,8 +293,8 @@ fn validate_each_gives_what_two_passes_give() {
     );
     let data = huge().encode().unwrap();
     let mut sec = Section::new(&data[..], data.len() as u32, 0).unwrap();
-    let r = sec.validate_each(16, |_, _| Ok(()), |_, _| Err(Error::CountTooLarge));
-    assert_eq!(Err(Error::CountTooLarge), r);
-    let r = sec.validate_each(16, |_, _| Err(Error::FdesOverlap), |_, _| Ok(()));
-    assert_eq!(Err(Error::FdesOverlap), r);
+    let r = sec.validate_with(&mut StopAt { fde: false });
+    assert_eq!(Err(Stopped::Visitor("mark")), r);
+    let r = sec.validate_with(&mut StopAt { fde: true });
+    assert_eq!(Err(Stopped::Visitor("fde")), r);
 }

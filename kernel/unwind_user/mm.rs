@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The mmap write lock, in the type system.
+//!
+//! Every change to an address space's registry happens with that address
+//! space's mmap write lock held: registration and unregistration through
+//! prctl (and exec), munmap, fork. [`LockedMm`] is the proof that it is
+//! held, and the operations that need it are its methods, as those that
+//! need the read lock are `MmapReadGuard`'s in `rust/kernel/mm.rs` (whose
+//! `mm` abstraction offers no write lock). The lock is taken killably by
+//! [`with_current_locked`], or was taken by C (`dup_mmap()`,
+//! `vms_complete_munmap_vmas()`), which says so once, at the boundary,
+//! with [`LockedMm::assume_locked`].
+
+use crate::registry::{RegistryWriter, SframeMm};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{
+    bindings,
+    error::code::{EINTR, EINVAL},
+    mm::{
+        virt::{vm_flags_t, VmaRef},
+        MmWithUser,
+    },
+    prelude::*,
+};
+
+/// An address space whose mmap write lock is held for `'a`.
+///
+/// # Invariants
+///
+/// `mm` points to a live `mm_struct` that has users (`mm_users > 0`, so
+/// its registry is not freed), whose mmap write lock is held for `'a`.
+pub(crate) struct LockedMm<'a> {
+    mm: NonNull<bindings::mm_struct>,
+    _lock: PhantomData<&'a MmWithUser>,
+}
+
+impl<'a> LockedMm<'a> {
+    /// An address space whose write lock C holds.
+    ///
+    /// # Safety
+    ///
+    /// `mm` must point to a live `mm_struct` with users, whose mmap write
+    /// lock the caller holds for `'a`.
+    pub(crate) unsafe fn assume_locked(mm: *mut bindings::mm_struct) -> Self {
+        LockedMm {
+            // SAFETY: Live, so not null (the caller's contract).
+            mm: unsafe { NonNull::new_unchecked(mm) },
+            _lock: PhantomData,
+        }
+    }
+
+    /// The registry of this address space, if it has one, for writing.
+    pub(crate) fn registry(&self) -> Option<RegistryWriter<'_>> {
+        // SAFETY: `mm` is live and has users (type invariant).
+        let mm = unsafe { MmWithUser::from_raw(self.mm.as_ptr()) };
+        // SAFETY: We hold the mmap write lock of the mm the registry belongs
+        // to (type invariant), for as long as `self` is borrowed.
+        SframeMm::of(mm).map(|r| unsafe { RegistryWriter::new(r) })
+    }
+
+    /// The registry of this address space, created if needed.
+    pub(crate) fn registry_or_create(&self) -> Result<RegistryWriter<'_>> {
+        if let Some(r) = self.registry() {
+            return Ok(r);
+        }
+        let new = SframeMm::new()?;
+        // SAFETY: `mm` is live (type invariant); writers are serialised by
+        // the mmap write lock we hold, so the registry is still unset.
+        let r = unsafe { SframeMm::install(self.mm.as_ptr(), new) };
+        // SAFETY: As in `registry()`.
+        Ok(unsafe { RegistryWriter::new(r) })
+    }
+
+    /// The VMA containing `addr`, if any.
+    fn vma(&self, addr: usize) -> Option<&VmaRef> {
+        // SAFETY: `mm` is live and its mmap lock held (type invariant).
+        let vma = unsafe { bindings::vma_lookup(self.mm.as_ptr(), addr) };
+        if vma.is_null() {
+            return None;
+        }
+        // SAFETY: `vma` is a VMA of `mm`, which cannot change while we hold
+        // its mmap write lock, as long as `self` is borrowed.
+        Some(unsafe { VmaRef::from_raw(vma) })
+    }
+
+    /// Is `addr` mapped?
+    pub(crate) fn is_mapped(&self, addr: usize) -> bool {
+        self.vma(addr).is_some()
+    }
+
+    /// Does `[start, end)` lie in one VMA that has all of `flags`?
+    pub(crate) fn in_one_vma(&self, start: usize, end: usize, flags: vm_flags_t) -> bool {
+        self.vma(start)
+            .is_some_and(|vma| end <= vma.end() && vma.flags() & flags == flags)
+    }
+}
+
+/// The mmap write lock of an address space with users, taken killably by
+/// [`MmapWriteGuard::lock`] and released when the guard is dropped.
+///
+/// # Invariants
+///
+/// `locked`'s lock was taken by this guard.
+struct MmapWriteGuard<'a> {
+    locked: LockedMm<'a>,
+}
+
+impl<'a> MmapWriteGuard<'a> {
+    /// Takes `mm`'s mmap write lock; `EINTR` if a fatal signal came first.
+    fn lock(mm: &'a MmWithUser) -> Result<Self> {
+        // SAFETY: `mm` is live with users for `'a` (the reference).
+        if unsafe { bindings::mmap_write_lock_killable(mm.as_raw()) } != 0 {
+            return Err(EINTR);
+        }
+        Ok(MmapWriteGuard {
+            // SAFETY: `mm` has users for `'a`, and we hold its mmap write
+            // lock until `drop()`.
+            locked: unsafe { LockedMm::assume_locked(mm.as_raw()) },
+        })
+    }
+}
+
+impl Drop for MmapWriteGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: Taken in `lock()` (type invariant), by this task.
+        unsafe { bindings::mmap_write_unlock(self.locked.mm.as_ptr()) };
+    }
+}
+
+/// Calls `f` with the current task's address space, its mmap write lock
+/// held: `EINVAL` for a task without one (a kernel thread), `EINTR` if a
+/// fatal signal came while waiting for the lock.
+pub(crate) fn with_current_locked<R>(f: impl FnOnce(&LockedMm<'_>) -> Result<R>) -> Result<R> {
+    let task = kernel::current!();
+    let guard = MmapWriteGuard::lock(task.mm().ok_or(EINVAL)?)?;
+    f(&guard.locked)
+}
+
+/// Calls `f` with the registry of the current task's address space, if it
+/// has one, without a lock: for readers.
+pub(crate) fn with_current_registry<R>(f: impl FnOnce(Option<&SframeMm>) -> R) -> R {
+    let task = kernel::current!();
+    f(task.mm().and_then(SframeMm::of))
+}

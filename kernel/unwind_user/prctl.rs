@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `prctl(PR_UNWIND_USER, op, ...)`: the operations and structs of
+//! `include/uapi/linux/unwind_user.h`, read and written through their
+//! bindgen'ed definitions.
+
+use crate::{assist, mm, register, registry::Section, registry::MAX_SECTION_SIZE};
+use kernel::{
+    bindings,
+    error::code::{E2BIG, EINVAL, ENOENT},
+    ffi::{c_int, c_ulong},
+    prelude::*,
+    sync::atomic::Relaxed,
+    transmute::{AsBytes, FromBytes},
+    uaccess::{UserPtr, UserSlice},
+};
+
+/// `EOPNOTSUPP`, which `kernel::error::code` does not have.
+pub(crate) fn eopnotsupp() -> Error {
+    Error::from_errno(-(bindings::EOPNOTSUPP as c_int))
+}
+
+/// A struct of the uapi header, as bytes.
+///
+/// # Invariants
+///
+/// `T` is one of the structs below, made of `__u32` and `__u64` fields
+/// without padding (their sizes are checked against the header's `_VER`
+/// sizes): every bit pattern is a value, and every byte is initialized.
+#[repr(transparent)]
+pub(crate) struct Uapi<T>(T);
+
+macro_rules! uapi_structs {
+    ($($t:ident = $size:ident),* $(,)?) => {$(
+        const _: () = assert!(size_of::<bindings::$t>() == bindings::$size as usize);
+        // SAFETY: `__u32` and `__u64` fields without padding (type invariant).
+        unsafe impl FromBytes for Uapi<bindings::$t> {}
+        // SAFETY: As above.
+        unsafe impl AsBytes for Uapi<bindings::$t> {}
+    )*};
+}
+
+uapi_structs! {
+    unwind_user_sframe = UNWIND_USER_SFRAME_SIZE_VER1,
+    unwind_user_info = UNWIND_USER_INFO_SIZE_VER2,
+    unwind_user_assist = UNWIND_USER_ASSIST_SIZE_VER0,
+    unwind_user_assist_frames = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0,
+}
+
+/// Reads a size-versioned struct from `ptr`, `size` bytes long, as
+/// `copy_struct_from_user()` does for clone3() and openat2(): the fields
+/// this kernel knows, zero past `size` (an older caller's struct); shorter
+/// than `min` (the first version) is `EINVAL`; larger than a page, or a
+/// non-zero byte past the known fields (a newer ABI this kernel does not
+/// know), is `E2BIG`.
+pub(crate) fn read_versioned<T: Default>(ptr: c_ulong, size: c_ulong, min: usize) -> Result<T>
+where
+    Uapi<T>: FromBytes + AsBytes,
+{
+    if size < min {
+        return Err(EINVAL);
+    }
+    if size > kernel::page::PAGE_SIZE {
+        return Err(E2BIG);
+    }
+    let mut r = UserSlice::new(UserPtr::from_addr(ptr), size).reader();
+    let mut v = Uapi(T::default());
+    let known = v.as_bytes_mut();
+    let n = size.min(known.len());
+    r.read_slice(known.get_mut(..n).ok_or(EINVAL)?)?;
+    let mut tail = [0u8; 64];
+    while !r.is_empty() {
+        let n = r.len().min(tail.len());
+        let chunk = tail.get_mut(..n).ok_or(EINVAL)?;
+        r.read_slice(chunk)?;
+        if chunk.iter().any(|&b| b != 0) {
+            return Err(E2BIG);
+        }
+    }
+    Ok(v.0)
+}
+
+/// Writes `v` to `ptr`, at most `size` bytes of it (an older caller's
+/// struct is shorter).
+fn write_versioned<T>(ptr: c_ulong, size: c_ulong, v: T) -> Result
+where
+    Uapi<T>: AsBytes,
+{
+    let v = Uapi(v);
+    let bytes = v.as_bytes();
+    let n = size.min(bytes.len());
+    UserSlice::new(UserPtr::from_addr(ptr), n)
+        .writer()
+        .write_slice(bytes.get(..n).ok_or(EINVAL)?)
+}
+
+const SFRAME_SIZE_VER0: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER0 as usize;
+const SFRAME_SIZE_VER1: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER1 as usize;
+const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
+const F_ADDR: u64 = bindings::UNWIND_USER_SFRAME_F_ADDR as u64;
+
+/// `UNWIND_USER_SFRAME_REGISTER`.
+fn register(ptr: c_ulong, size: c_ulong) -> Result {
+    let u: bindings::unwind_user_sframe = read_versioned(ptr, size, SFRAME_SIZE_VER0)?;
+    if u.flags & !F_ADDR != 0 || u.text_size == 0 || u.sframe_size == 0 {
+        return Err(EINVAL);
+    }
+    // Without the flag the section is where it was linked to be, and
+    // `sframe_addr` must be zero; with it, `sframe_addr` says where that
+    // would have been, so the struct must be long enough to hold it.
+    let sframe_addr = match u.flags & F_ADDR != 0 {
+        true if size >= SFRAME_SIZE_VER1 => u.sframe_addr,
+        false if u.sframe_addr == 0 => u.sframe_start,
+        _ => return Err(EINVAL),
+    };
+    let text_end = u.text_start.checked_add(u.text_size).ok_or(EINVAL)?;
+    if u.sframe_start.checked_add(u.sframe_size).is_none() {
+        return Err(EINVAL);
+    }
+    if u.sframe_size > MAX_SECTION_SIZE as u64 {
+        return Err(E2BIG);
+    }
+    register::add(Section {
+        text_start: usize::try_from(u.text_start).map_err(|_| EINVAL)?,
+        text_end: usize::try_from(text_end).map_err(|_| EINVAL)?,
+        sframe_start: usize::try_from(u.sframe_start).map_err(|_| EINVAL)?,
+        sframe_addr: usize::try_from(sframe_addr).map_err(|_| EINVAL)?,
+        sframe_len: u32::try_from(u.sframe_size).map_err(|_| E2BIG)?,
+    })
+}
+
+/// `UNWIND_USER_SFRAME_UNREGISTER`.
+fn unregister(text_start: c_ulong) -> Result {
+    mm::with_current_locked(|mm| mm.registry().ok_or(ENOENT)?.remove(text_start))
+}
+
+/// `UNWIND_USER_QUERY`.
+fn query(ptr: c_ulong, size: c_ulong) -> Result {
+    if !(INFO_SIZE_VER0..=kernel::page::PAGE_SIZE).contains(&size) {
+        return Err(EINVAL);
+    }
+    let info = mm::with_current_registry(|r| {
+        let Some(r) = r else {
+            return bindings::unwind_user_info::default();
+        };
+        let c = &r.counters;
+        let (frames, fallbacks, errors, faults) = (
+            c.sframe_frames.load(Relaxed),
+            c.fp_fallbacks.load(Relaxed),
+            c.errors.load(Relaxed),
+            c.nofault_faults.load(Relaxed),
+        );
+        bindings::unwind_user_info {
+            nr_sections: r.len() as u64,
+            // Every lookup ends in exactly one of those.
+            unwinds: frames
+                .wrapping_add(fallbacks)
+                .wrapping_add(errors)
+                .wrapping_add(faults),
+            sframe_frames: frames,
+            fp_fallbacks: fallbacks,
+            errors,
+            dropped: c.dropped.load(Relaxed),
+            nofault_frames: c.nofault_frames.load(Relaxed),
+            nofault_faults: faults,
+            cached_frames: c.cached_frames.load(Relaxed),
+            section_reads: c.section_reads.load(Relaxed),
+            section_bytes: c.section_bytes.load(Relaxed),
+        }
+    });
+    write_versioned(ptr, size, info)
+}
+
+/// `prctl(PR_UNWIND_USER, op, arg3, arg4, arg5)`; arguments an operation
+/// does not take must be 0.
+pub(crate) fn prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> Result {
+    // Compare all of `op`: one with high bits set is not a known op.
+    const REGISTER: c_ulong = bindings::UNWIND_USER_SFRAME_REGISTER as c_ulong;
+    const UNREGISTER: c_ulong = bindings::UNWIND_USER_SFRAME_UNREGISTER as c_ulong;
+    const QUERY: c_ulong = bindings::UNWIND_USER_QUERY as c_ulong;
+    const ASSIST_ENABLE: c_ulong = bindings::UNWIND_USER_ASSIST_ENABLE as c_ulong;
+    const ASSIST_SUBMIT: c_ulong = bindings::UNWIND_USER_ASSIST_SUBMIT as c_ulong;
+    match op {
+        REGISTER if arg5 == 0 => register(arg3, arg4),
+        UNREGISTER if arg4 == 0 && arg5 == 0 => unregister(arg3),
+        QUERY if arg5 == 0 => query(arg3, arg4),
+        ASSIST_ENABLE if arg5 == 0 => assist::enable(arg3, arg4),
+        ASSIST_SUBMIT if arg5 == 0 => assist::submit(arg3, arg4),
+        _ => Err(EINVAL),
+    }
+}

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registration: a section is validated in full, once, and what unwinds
+//! use of it (the header, the FDEs, marks of large functions' rows) is kept
+//! in kernel memory, in the address space's registry. Sections come from
+//! `binfmt_elf` at exec and from `prctl(PR_UNWIND_USER)`.
+
+use crate::{
+    mm,
+    prctl::eopnotsupp,
+    registry::{self, Fdes, FreMark, Section, FRE_MARK_EVERY, MAX_FDE_BYTES},
+    usermem::{UserMem, UserReader},
+};
+use kernel::{
+    alloc::{AllocError, KVVec},
+    bindings,
+    error::code::{EFAULT, EINTR, EINVAL, ENOMEM, ENOSPC, ERANGE},
+    ffi::c_int,
+    mm::virt::flags::{EXEC, READ},
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
+use sframe::Stopped;
+
+/// Maps a decoder error found while validating a section to an errno:
+/// `EFAULT` (unreadable), `EOPNOTSUPP` (a version, ABI or byte order this
+/// kernel does not decode) or `EBADMSG` (malformed).
+fn validation_errno(e: &sframe::Error) -> Error {
+    match e {
+        sframe::Error::Read => EFAULT,
+        sframe::Error::UnsupportedVersion(_)
+        | sframe::Error::UnsupportedAbi(_)
+        | sframe::Error::AbiEndianMismatch(_)
+        | sframe::Error::ForeignEndian => eopnotsupp(),
+        // `kernel::error::code` has no EBADMSG.
+        _ => Error::from_errno(-(bindings::EBADMSG as c_int)),
+    }
+}
+
+/// Says why a registration was refused. User space can make that happen at
+/// will, so at most one line every 5 seconds, from a budget of its own:
+/// `printk_ratelimit()`'s is shared with the rest of the kernel, which a
+/// process must not be able to silence.
+fn refuse(why: &str, s: &Section, err: Error) -> Error {
+    const INTERVAL_NS: u64 = 5 * bindings::NSEC_PER_SEC as u64;
+    static NEXT_NS: Atomic<u64> = Atomic::new(0);
+
+    // `pr_debug!` prints only with debug assertions; skip the clock too.
+    if cfg!(debug_assertions) {
+        // SAFETY: `ktime_get_mono_fast_ns()` only reads the clock.
+        let now = unsafe { bindings::ktime_get_mono_fast_ns() };
+        let next = NEXT_NS.load(Relaxed);
+        if now >= next && NEXT_NS.cmpxchg(next, now + INTERVAL_NS, Relaxed).is_ok() {
+            pr_debug!(
+                "refused section {:#x}+{:#x} for text {:#x}-{:#x}: {} ({})\n",
+                s.sframe_start,
+                s.sframe_len,
+                s.text_start,
+                s.text_end,
+                why,
+                err.to_errno()
+            );
+        }
+    }
+    err
+}
+
+/// Opens `s` for validation through `reader`. Only sections for this
+/// architecture's ABI, with the return address where its ABI puts it, are
+/// unwound with.
+fn open<R: sframe::Reader>(
+    s: &Section,
+    reader: R,
+) -> core::result::Result<sframe::Section<R>, sframe::Error> {
+    let sec = sframe::Section::new(reader, s.sframe_len, s.sframe_addr as u64)?;
+    let hdr = sec.header();
+    match hdr.abi {
+        // x86-64 `call` pushes the return address just below the CFA; a
+        // section that says otherwise is not for this ABI.
+        sframe::Abi::Amd64 if hdr.fixed_ra_offset() == Some(-8) => Ok(sec),
+        abi => Err(sframe::Error::UnsupportedAbi(abi.raw())),
+    }
+}
+
+/// What registration keeps of a section while validation checks it: its
+/// FDEs, packed relative to the text, and the marks of large functions'
+/// rows. Every function must lie in the text: a section built for other
+/// code, or copied away from its text (its addresses are PC-relative),
+/// would otherwise be accepted and describe nothing there.
+struct Keep {
+    text_start: u64,
+    text_len: u64,
+    packed: KVVec<sframe::PackedFde>,
+    marks: KVVec<FreMark>,
+    /// A function lies outside the text: refused once the section is
+    /// known to be valid, so that a malformed one gets the errno it always
+    /// got.
+    outside: bool,
+}
+
+impl sframe::Visitor for Keep {
+    /// Not the section's fault: an allocation failed.
+    type Error = AllocError;
+    const MARK_EVERY: u32 = FRE_MARK_EVERY;
+
+    fn fde(&mut self, _: u32, fde: &sframe::Fde) -> Result<(), AllocError> {
+        match fde.pack(self.text_start) {
+            Some(p) if p.end() <= self.text_len => self.packed.push(p, registry::gfp())?,
+            _ => self.outside = true,
+        }
+        if fde.num_fres > FRE_MARK_EVERY {
+            // Exactly the marks to come: the table is counted by its size.
+            let n = (fde.num_fres - 1) / FRE_MARK_EVERY;
+            self.marks.reserve(n as usize, registry::gfp())?;
+        }
+        Ok(())
+    }
+
+    fn mark(&mut self, fde: u32, mark: sframe::FreMark) -> Result<(), AllocError> {
+        self.marks.push(FreMark { fde, mark }, registry::gfp())
+    }
+}
+
+/// Validates `s` in full through `reader` and returns what unwinds will use
+/// instead of reading it again (see [`Keep`]).
+fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Arc<Fdes>> {
+    let mut sec = open(s, reader).map_err(|e| refuse(e.name(), s, validation_errno(&e)))?;
+    let header = *sec.header();
+    // The header's count is checked against the section's size only: a
+    // 64 MiB section could ask for a 64 MiB table before the registry's
+    // budget refused it.
+    let table_bytes = (header.num_fdes as usize).saturating_mul(size_of::<sframe::PackedFde>());
+    if table_bytes > MAX_FDE_BYTES {
+        return Err(refuse("FDE table over budget", s, ENOSPC));
+    }
+    let mut keep = Keep {
+        text_start: s.text_start as u64,
+        text_len: (s.text_end - s.text_start) as u64,
+        packed: KVVec::with_capacity(header.num_fdes as usize, registry::gfp())?,
+        marks: KVVec::new(),
+        outside: false,
+    };
+    match sec.validate_with(&mut keep) {
+        Ok(()) => {}
+        Err(Stopped::Visitor(AllocError)) => return Err(ENOMEM),
+        Err(Stopped::Invalid(e)) => {
+            // FDEs out of address order in a section that does not claim to
+            // be sorted (ld.lld with several text sections) are valid SFrame
+            // that this unwinder, like libsframe, does not support; claiming
+            // it is malformed would be wrong.
+            let errno = match e {
+                sframe::Error::FdesUnsorted if !header.fde_sorted() => eopnotsupp(),
+                _ => validation_errno(&e),
+            };
+            return Err(refuse(e.name(), s, errno));
+        }
+    }
+    if keep.outside {
+        return Err(refuse("function outside the text", s, ERANGE));
+    }
+    Fdes::new(header, keep.packed, keep.marks)
+}
+
+/// Bytes of section [`add`] reads at a time, in two blocks.
+const VALIDATION_BLOCKS: usize = 8192;
+
+/// Validates `s` and registers it for the current task's address space.
+pub(crate) fn add(s: Section) -> Result {
+    // The step unwinds 64-bit code only (8-byte words, the 64-bit ucontext).
+    // SAFETY: Reads the current task's syscall state; no preconditions.
+    if unsafe { bindings::in_compat_syscall() } {
+        return Err(eopnotsupp());
+    }
+    if s.text_start >= s.text_end || s.sframe_len == 0 {
+        return Err(refuse("empty range", &s, EINVAL));
+    }
+    if s.sframe_start.checked_add(s.sframe_len as usize).is_none() {
+        return Err(refuse("section wraps", &s, EINVAL));
+    }
+
+    // Validate once, in full, before taking the mmap lock: the reads may
+    // fault, and the fault handler needs that lock. A fatal signal stops a
+    // long validation (up to 64 MiB).
+    let mut reader = UserReader::new(&s, UserMem::Faultable, u32::MAX);
+    // In blocks: validation reads every field of the section, several user
+    // copies a function otherwise.
+    let mut blocks = KVec::from_elem(0u8, VALIDATION_BLOCKS, registry::gfp())?;
+    let fdes = validate(
+        &s,
+        sframe::Blocks::new(&mut reader, &mut blocks, s.sframe_len),
+    )
+    .map_err(|e| if reader.killed { EINTR } else { e })?;
+
+    mm::with_current_locked(|mm| {
+        let sframe_end = s.sframe_start + s.sframe_len as usize;
+        if !mm.in_one_vma(s.text_start, s.text_end, EXEC) {
+            return Err(refuse("text is not in one executable mapping", &s, EINVAL));
+        }
+        if !mm.in_one_vma(s.sframe_start, sframe_end, READ) {
+            return Err(refuse("section is not in one readable mapping", &s, EFAULT));
+        }
+        mm.registry_or_create()?
+            .add(s, fdes)
+            .map_err(|e| refuse("limit or overlap", &s, e))
+    })
+}
+
+#[kunit_tests(unwind_user_register)]
+mod tests {
+    use super::*;
+    use crate::registry::fixtures::TEST_SECTION;
+
+    /// [`TEST_SECTION`] for a text of `len` bytes from 0x11000.
+    fn test_section(len: usize) -> Section {
+        Section {
+            text_start: 0x11000,
+            text_end: 0x11000 + len,
+            sframe_start: 0x10000,
+            sframe_addr: 0x10000,
+            sframe_len: TEST_SECTION.len() as u32,
+        }
+    }
+
+    #[test]
+    fn validate_keeps_the_fdes() -> Result {
+        // One function, no marks (4 rows).
+        let fdes = validate(&test_section(0x100), &TEST_SECTION[..])?;
+        assert_eq!(fdes.bytes(), size_of::<sframe::PackedFde>());
+        // Its function, [0x11000, 0x11020), must lie in the text.
+        assert_eq!(
+            validate(&test_section(0x1f), &TEST_SECTION[..]).err(),
+            Some(ERANGE)
+        );
+        // Malformed: EBADMSG, checked before the text is.
+        let mut bad = TEST_SECTION;
+        bad[8] = 2;
+        let e = validate(&test_section(0x1f), &bad[..]).err();
+        assert_eq!(e.map(|e| e.to_errno()), Some(-(bindings::EBADMSG as c_int)));
+        Ok(())
+    }
+}

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rule cache: what each PC of an address space unwinds with, kept from
+//! one walk to the next so that a frame seen before costs neither a search
+//! of the registry nor a read of a section.
+
+use crate::registry::gfp;
+use kernel::{
+    alloc::KBox,
+    prelude::*,
+    sync::atomic::{Atomic, Relaxed},
+};
+
+/// A plain frame's rule (the return address at CFA - 8) as the rule cache
+/// keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CachedRule {
+    /// CFA = SP (or FP, with `use_fp`) + `cfa_off`.
+    pub(crate) cfa_off: i32,
+    /// The caller's FP at CFA + `fp_off`; 0: FP is not saved.
+    pub(crate) fp_off: i32,
+    /// The CFA is based on FP.
+    pub(crate) use_fp: bool,
+}
+
+/// What the rule cache knows of a PC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cached {
+    /// The frame's rule.
+    Rule(CachedRule),
+    /// No section covers the PC, or its row leaves the frame to the frame
+    /// pointer (and the PC is not the signal trampoline): the frame-pointer
+    /// rule gets the frame.
+    FramePointer,
+    /// As [`Cached::FramePointer`], for a return address found in
+    /// executable memory by a walk that may sleep: when the frame-pointer
+    /// rule reads it again, it needs no VMA lookup.
+    FramePointerInCode,
+    /// The PC is in a section's text but no row describes it, and the
+    /// section does not say its code keeps frame pointers: the walk ends.
+    End,
+}
+
+/// A cache from PC to frame rule, one per address space: return addresses
+/// repeat across samples, and a hit costs neither a search of the registry
+/// nor a read of a section, so that the steady state of a walk reads only
+/// the stack, like the frame-pointer walk.
+///
+/// Every registry change (a new table, an entry found malformed) advances
+/// the address space's generation and empties the cache, and an entry
+/// holds the generation it was computed in: a walk takes only entries of
+/// the generation it started with (or last looked up in), so none outlives
+/// the registration it came from, even one a racing reader stored after
+/// the cache was emptied.
+///
+/// Four-way set-associative, 128 sets: a PC is stored in the first way of
+/// its set, whose entries move one way down. Each slot is one 64-bit word,
+/// read and written whole, so that readers and writers on any CPU, NMI
+/// included, never see half an entry. Bits 63-16 are the key: the PC's bits
+/// 46-7 (the set, picked by a hash of the PC, says the rest), the
+/// generation's low 7 bits and whether the PC is a return address minus
+/// one; bits 15-7 are the CFA offset in words (9 bits, signed), bits 6-1
+/// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
+/// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
+/// means [`Cached::FramePointer`], [`Cached::End`] with bit 0 set, or
+/// [`Cached::FramePointerInCode`] with bit 1 set. A rule that does not fit
+/// is not cached;
+/// a PC below the first page or above 2^47 is not cached. An empty slot
+/// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
+/// the step gives such a PC anyway: the probe need not check for it.
+pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
+
+impl RuleCache {
+    const SETS: usize = 128;
+    const WAYS: usize = 4;
+
+    /// An empty cache.
+    pub(crate) fn new() -> Result<KBox<Self>> {
+        Ok(KBox::new(
+            RuleCache(core::array::from_fn(|_| Atomic::new(0))),
+            gfp(),
+        )?)
+    }
+
+    /// The key of `pc` (`adj`: a return address minus one) in generation
+    /// `gen`, in place (bits 63-16; the rule's bits clear); `None` for a PC
+    /// above 2^47, which the cache does not hold.
+    #[inline(always)]
+    fn key(pc: usize, adj: bool, gen: u64) -> Option<u64> {
+        let pc = pc as u64;
+        if pc >> 47 != 0 {
+            return None;
+        }
+        // The generation's low 7 bits are bits 7-1 of its word (bit 0
+        // says whether anything is registered).
+        Some(((pc & !0x7f) << 1 | gen & 0xfe | u64::from(adj)) << 16)
+    }
+
+    /// The ways of the set of `pc`, first to last.
+    fn ways(&self, pc: usize) -> &[Atomic<u64>] {
+        let i = Self::set(pc) * Self::WAYS;
+        self.0.get(i..i + Self::WAYS).unwrap_or(&[])
+    }
+
+    /// The set of `pc`: its low 7 bits xor the next 7, which the key holds,
+    /// so that the set and the key give back the whole PC. Return addresses
+    /// differ in their low bits; folding in the next ones keeps those of
+    /// functions 128 bytes apart out of one set.
+    fn set(pc: usize) -> usize {
+        (pc ^ pc >> 7) & 0x7f
+    }
+
+    /// Reads a slot as `READ_ONCE()` does, in line. [`Atomic::load`] calls
+    /// an out-of-line C helper, `atomic64_read()`, and a probe of up to four
+    /// of them is most of what a cached frame costs: each call makes the
+    /// step save and restore the registers it lives in.
+    #[inline(always)]
+    fn read(slot: &Atomic<u64>) -> u64 {
+        // SAFETY: `slot.as_ptr()` is valid and aligned for a `u64` as long
+        // as `slot` lives. The unwinder builds for x86-64 only, where an
+        // aligned 8-byte volatile load is one `mov`, atomic against the
+        // writers, which store whole words with `Atomic::store()`
+        // (`WRITE_ONCE()`): this is `READ_ONCE()`, as in `File::flags()`.
+        unsafe { slot.as_ptr().read_volatile() }
+    }
+
+    /// What `pc` (`adj`: a return address minus one) unwinds with, if it
+    /// was stored in generation `gen`. Lock-free, in any context.
+    #[inline(always)]
+    pub(crate) fn get(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
+        let key = Self::key(pc, adj, gen)?;
+        let w = self
+            .ways(pc)
+            .iter()
+            .map(Self::read)
+            .find(|&w| w ^ key < 1 << 16)?;
+        match w & 0xffff {
+            0 => return Some(Cached::FramePointer),
+            1 => return Some(Cached::End),
+            2 => return Some(Cached::FramePointerInCode),
+            _ => {}
+        }
+        // Sign-extend the 9- and 6-bit fields.
+        let cfa_words = (((w >> 7) as i64) << 55 >> 55) as i32;
+        let fp_words = (((w >> 1) as i64) << 58 >> 58) as i32;
+        Some(Cached::Rule(CachedRule {
+            cfa_off: cfa_words * 8,
+            fp_off: fp_words * 8,
+            use_fp: w & 1 != 0,
+        }))
+    }
+
+    /// Stores what `pc` unwinds with, in generation `gen`, and returns the
+    /// slot it went to and the word stored there.
+    pub(crate) fn put(
+        &self,
+        pc: usize,
+        adj: bool,
+        gen: u64,
+        c: Cached,
+    ) -> Option<(&Atomic<u64>, u64)> {
+        let rule = match c {
+            Cached::FramePointer => 0,
+            Cached::End => 1,
+            Cached::FramePointerInCode => 2,
+            Cached::Rule(r) => {
+                let fits = r.cfa_off != 0
+                    && r.cfa_off % 8 == 0
+                    && (-256..256).contains(&(r.cfa_off / 8))
+                    && r.fp_off % 8 == 0
+                    && (-32..32).contains(&(r.fp_off / 8));
+                if !fits {
+                    return None;
+                }
+                let cfa = ((r.cfa_off / 8) as u64) & 0x1ff;
+                let fp = ((r.fp_off / 8) as u64) & 0x3f;
+                cfa << 7 | fp << 1 | u64::from(r.use_fp)
+            }
+        };
+        let key = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE)?;
+        // The new entry goes first; the ones before its old place (or all
+        // but the last) move one way down. Racing writers may lose an entry
+        // or store one twice: either only costs a later lookup.
+        let first = self.ways(pc).first()?;
+        let mut carry = key | rule;
+        for way in self.ways(pc) {
+            let old = way.load(Relaxed);
+            way.store(carry, Relaxed);
+            if old ^ key < 1 << 16 {
+                break;
+            }
+            carry = old;
+        }
+        Some((first, key | rule))
+    }
+
+    /// Empties the cache.
+    pub(crate) fn clear(&self) {
+        for slot in &self.0 {
+            slot.store(0, Relaxed);
+        }
+    }
+}
+
+#[kunit_tests(unwind_user_rule_cache)]
+mod tests {
+    use super::*;
+    use crate::registry::{fixtures::*, SframeMm};
+    use kernel::error::code::ENOENT;
+
+    #[test]
+    fn rule_cache() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        // The frame-pointer rule's return addresses in a registered text
+        // need no VMA lookup.
+        assert!(mm.covers(0x1000) && mm.covers(0x1fff));
+        assert!(!mm.covers(0xfff) && !mm.covers(0x2000));
+        let rule = CachedRule {
+            cfa_off: 16,
+            fp_off: -16,
+            use_fp: true,
+        };
+        // What a walk starting now finds cached for `pc`.
+        let cached = |pc| mm.cached(pc, true, mm.gen());
+        let remember = |pc, c| mm.remember(pc, true, mm.lookup(pc).gen, c);
+        // Remembered for its PC only, and for return addresses only.
+        remember(0x1800, Cached::Rule(rule));
+        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
+        assert_eq!(cached(0x1801), None);
+        assert_eq!(cached(0x1800 + (1 << 32)), None);
+        assert_eq!(mm.cached(0x1800, false, mm.gen()), None);
+        // Negative and largest offsets survive the packing; what does not
+        // fit is not cached.
+        for r in [
+            CachedRule {
+                cfa_off: -2048,
+                fp_off: -256,
+                use_fp: false,
+            },
+            CachedRule {
+                cfa_off: 2040,
+                fp_off: 248,
+                use_fp: true,
+            },
+            CachedRule {
+                cfa_off: 8,
+                fp_off: 0,
+                use_fp: false,
+            },
+        ] {
+            remember(0x1900, Cached::Rule(r));
+            assert_eq!(cached(0x1900), Some(Cached::Rule(r)));
+        }
+        for r in [
+            CachedRule {
+                cfa_off: 2048,
+                fp_off: 0,
+                use_fp: false,
+            },
+            CachedRule {
+                cfa_off: 20,
+                fp_off: 0,
+                use_fp: false,
+            },
+            CachedRule {
+                cfa_off: 16,
+                fp_off: -12,
+                use_fp: true,
+            },
+            // CFA = SP: the step refuses it; the slot means "no section".
+            CachedRule {
+                cfa_off: 0,
+                fp_off: 0,
+                use_fp: false,
+            },
+        ] {
+            remember(0x1a00, Cached::Rule(r));
+            assert_eq!(cached(0x1a00), None);
+        }
+        remember(0x9000, Cached::FramePointer);
+        assert_eq!(cached(0x9000), Some(Cached::FramePointer));
+        remember(0x9100, Cached::End);
+        assert_eq!(cached(0x9100), Some(Cached::End));
+        remember(0x9180, Cached::FramePointerInCode);
+        assert_eq!(cached(0x9180), Some(Cached::FramePointerInCode));
+        // A rule with a CFA of FP + 0 does not fit: it cannot be taken for
+        // the end of a walk (its bits would read as one).
+        remember(
+            0x9200,
+            Cached::Rule(CachedRule {
+                cfa_off: 0,
+                fp_off: 0,
+                use_fp: true,
+            }),
+        );
+        assert_eq!(cached(0x9200), None);
+        // Any registry change starts a new generation: what was cached, or
+        // found before it, is not taken by walks that start after it, and
+        // the cache is emptied for them.
+        let gen = mm.lookup(0x1800).gen;
+        remember(0x1800, Cached::Rule(rule));
+        mm.add(sec(0x8000, 0x1000), none()?)?;
+        assert_eq!(cached(0x1800), None);
+        assert_eq!(mm.cached(0x1800, true, gen), None);
+        mm.remember(0x1800, true, gen, Cached::Rule(rule));
+        assert_eq!(cached(0x1800), None);
+        assert_eq!(mm.cached(0x1800, true, gen), None);
+        // A walk that started before keeps to its own generation.
+        remember(0x1800, Cached::Rule(rule));
+        assert_eq!(mm.cached(0x1800, true, gen), None);
+        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
+        mm.remove(0x8000)?;
+        assert_eq!(cached(0x1800), None);
+
+        // In the cache this change emptied: four PCs of one set are all
+        // kept, a fifth evicts the oldest; one stored again keeps one
+        // place, the first.
+        let mut same_set =
+            (0x2000..0x100000).filter(|&p| RuleCache::set(p) == RuleCache::set(0x1800));
+        let mut p = [0x1800; 6];
+        for q in p.iter_mut().skip(1) {
+            *q = same_set.next().ok_or(ENOENT)?;
+        }
+        for &q in &p[..4] {
+            remember(q, Cached::FramePointer);
+        }
+        remember(p[1], Cached::Rule(rule));
+        assert_eq!(cached(p[0]), Some(Cached::FramePointer));
+        assert_eq!(cached(p[1]), Some(Cached::Rule(rule)));
+        remember(p[4], Cached::FramePointer);
+        assert_eq!(cached(p[0]), None);
+        for &q in &p[1..5] {
+            assert!(cached(q).is_some());
+        }
+        remember(p[5], Cached::FramePointer);
+        assert_eq!(cached(p[2]), None);
+        assert_eq!(cached(p[1]), Some(Cached::Rule(rule)));
+        Ok(())
+    }
+}
