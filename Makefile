@@ -36,7 +36,7 @@ VNG_ACCEL  ?= $(shell cat $(KBUILD_DIR)/check/kvm-probe 2>/dev/null || echo tcg)
 VNG_TEST_TIMEOUT ?= 300
 # More arguments of run_kselftest.sh, e.g. -t unwind_user:sframe_jit_test.
 KSFT_ARGS  ?=
-# make check-kasan: the test kernel plus kernel/configs/unwind_user_kasan.config,
+# make check-kasan: the test kernel plus harness/configs/kasan.config,
 # built with clang, since a kernel with Rust and KASAN must be (init/Kconfig:
 # RUST depends on !KASAN || CC_IS_CLANG; rustc instruments the Rust code,
 # -Zsanitizer=kernel-address). LLVM=-22: bookworm's clang-22, the LLVM of
@@ -120,40 +120,44 @@ apply: source
 	@head=$$(harness/apply.py $(REPO) $(SRC)) && \
 		echo "apply: $$(cat $(SRC)/.debian-version) + $$(grep -c '^Subject:' patches/series) patches -> $$head"
 
-# tinyconfig plus our fragment; regenerated only when the fragment or a
-# Kconfig file changes, so that an edit to a .rs file rebuilds only that.
-$(OUT)/.config: kernel/configs/unwind_user.config $(wildcard kernel/unwind_user/Kconfig) | apply
-	mkdir -p $(OUT)
-	$(KMAKE) rustavailable
-	$(KMAKE) tinyconfig unwind_user.config >$(OUT)/config.log 2>&1 || \
-		{ cat $(OUT)/config.log; exit 1; }
-	harness/check-config.sh $(OUT)/.config kernel/configs/unwind_user.config
+# tinyconfig and the fragments $(2), merged one after the other, each
+# resolved before the next (merge_config.sh and olddefconfig, as `make
+# tinyconfig X.config Y.config` does with the tree's kernel/configs/)
+# into $(1)/.config with $(3) as the make command; then every option the
+# fragments $(4) ask for is checked to have made it in. A .config is made
+# again only when a fragment or a Kconfig file changes, so that an edit to
+# a .rs file rebuilds only that.
+define kconfig
+	mkdir -p $(1)
+	$(3) rustavailable
+	{ $(3) tinyconfig && for f in $(2); do \
+		$(SRC)/scripts/kconfig/merge_config.sh -m -O $(1) $(1)/.config $$f && \
+		$(3) olddefconfig || exit 1; done; } >$(1)/config.log 2>&1 || \
+		{ cat $(1)/config.log; exit 1; }
+	for f in $(4); do harness/check-config.sh $(1)/.config $$f || exit 1; done
+endef
+
+# The test configuration: what the selftests need, where kselftest looks
+# for it, and what booting a tinyconfig kernel under QEMU needs.
+TEST_CONFIG := tools/testing/selftests/unwind_user/config
+
+$(OUT)/.config: $(TEST_CONFIG) $(wildcard kernel/unwind_user/Kconfig) | apply
+	$(call kconfig,$(OUT),$(TEST_CONFIG),$(KMAKE),$(TEST_CONFIG))
 
 config: apply $(OUT)/.config
 
 # The same tree, configured as users run it: the test fragment, then the
 # production one that turns the debugging off.
-$(OUT_PROD)/.config: kernel/configs/unwind_user.config kernel/configs/unwind_user_prod.config \
+$(OUT_PROD)/.config: $(TEST_CONFIG) harness/configs/prod.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
-	mkdir -p $(OUT_PROD)
-	$(KMAKE_PROD) tinyconfig unwind_user.config unwind_user_prod.config \
-		>$(OUT_PROD)/config.log 2>&1 || { cat $(OUT_PROD)/config.log; exit 1; }
-	harness/check-config.sh $(OUT_PROD)/.config kernel/configs/unwind_user_prod.config
+	$(call kconfig,$(OUT_PROD),$(TEST_CONFIG) harness/configs/prod.config,$(KMAKE_PROD),harness/configs/prod.config)
 
 # The test configuration plus what virtme-ng needs (virtio, 9p, virtio-fs).
 # The vng fragment is not part of the series: merge_config.sh takes it from
 # this repository, as `make tinyconfig X.config` does from the tree.
-$(OUT_VNG)/.config: kernel/configs/unwind_user.config kernel/configs/unwind_user_vng.config \
+$(OUT_VNG)/.config: $(TEST_CONFIG) harness/configs/vng.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
-	mkdir -p $(OUT_VNG)
-	$(KMAKE_VNG) rustavailable
-	{ $(KMAKE_VNG) tinyconfig unwind_user.config && \
-		$(SRC)/scripts/kconfig/merge_config.sh -m -O $(OUT_VNG) $(OUT_VNG)/.config \
-			kernel/configs/unwind_user_vng.config && \
-		$(KMAKE_VNG) olddefconfig; } >$(OUT_VNG)/config.log 2>&1 || \
-		{ cat $(OUT_VNG)/config.log; exit 1; }
-	harness/check-config.sh $(OUT_VNG)/.config kernel/configs/unwind_user.config
-	harness/check-config.sh $(OUT_VNG)/.config kernel/configs/unwind_user_vng.config
+	$(call kconfig,$(OUT_VNG),$(TEST_CONFIG) harness/configs/vng.config,$(KMAKE_VNG),$(TEST_CONFIG) harness/configs/vng.config)
 
 kernel-vng: apply $(OUT_VNG)/.config
 	$(KMAKE_VNG) bzImage
@@ -188,17 +192,9 @@ vng-deps:
 
 # The test configuration plus KASAN, merged as the vng fragment is; the
 # kasan fragment also checks that the compiler is clang and Rust stayed on.
-$(OUT_KASAN)/.config: kernel/configs/unwind_user.config kernel/configs/unwind_user_kasan.config \
+$(OUT_KASAN)/.config: $(TEST_CONFIG) harness/configs/kasan.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
-	mkdir -p $(OUT_KASAN)
-	$(KMAKE_KASAN) rustavailable
-	{ $(KMAKE_KASAN) tinyconfig unwind_user.config && \
-		$(SRC)/scripts/kconfig/merge_config.sh -m -O $(OUT_KASAN) $(OUT_KASAN)/.config \
-			kernel/configs/unwind_user_kasan.config && \
-		$(KMAKE_KASAN) olddefconfig; } >$(OUT_KASAN)/config.log 2>&1 || \
-		{ cat $(OUT_KASAN)/config.log; exit 1; }
-	harness/check-config.sh $(OUT_KASAN)/.config kernel/configs/unwind_user.config
-	harness/check-config.sh $(OUT_KASAN)/.config kernel/configs/unwind_user_kasan.config
+	$(call kconfig,$(OUT_KASAN),$(TEST_CONFIG) harness/configs/kasan.config,$(KMAKE_KASAN),$(TEST_CONFIG) harness/configs/kasan.config)
 
 # The Rust objects must call KASAN's checks: the unwinder and the decoder.
 kernel-kasan: apply $(OUT_KASAN)/.config

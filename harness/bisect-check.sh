@@ -4,7 +4,7 @@
 # make bisect-check: every prefix of the series builds. Each commit of
 # pristine..HEAD of the applied tree is checked out in KBUILD_DIR/bisect and
 # built, in order and incrementally, in KBUILD_DIR/build-bisect with the
-# test configuration (tinyconfig + kernel/configs/unwind_user.config of
+# test configuration (tinyconfig + tools/testing/selftests/unwind_user/config of
 # this repository: the fragment itself comes late in the series, and its
 # options for code not in a prefix yet are simply unknown there). One
 # "ok N subject" or "not ok N subject" line a patch; the build logs stay
@@ -14,7 +14,7 @@
 set -uo pipefail
 REPO=$1 KB=$2 JOBS=$3
 SRC=$KB/src WT=$KB/bisect OUT=$KB/build-bisect LOGS=$KB/bisect-check
-FRAGMENT=$REPO/kernel/configs/unwind_user.config
+FRAGMENT=$REPO/tools/testing/selftests/unwind_user/config
 mkdir -p "$OUT" "$LOGS"
 
 if [ ! -d "$WT" ]; then
