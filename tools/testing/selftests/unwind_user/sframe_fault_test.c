@@ -132,8 +132,8 @@ enum exec_child_status {
  */
 
 /*
- * Each of the 200-odd injection points is a fork and an exec: 25 s of the
- * harness's default 30 on the debug kernel, 36 s with KASAN.
+ * Each of the 200-odd injection points is a fork and an exec: close to the
+ * harness's default timeout on a debug kernel, past it with KASAN.
  */
 TEST_F_TIMEOUT(fault, exec, 120)
 {
