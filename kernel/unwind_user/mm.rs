@@ -8,7 +8,7 @@
 //! held, and the operations that need it are its methods, as those that
 //! need the read lock are `MmapReadGuard`'s in `rust/kernel/mm.rs` (whose
 //! `mm` abstraction offers no write lock). The lock is taken killably by
-//! [`with_current_locked`], or was taken by C (`dup_mmap()`,
+//! [`with_locked`], or was taken by C (`dup_mmap()`,
 //! `vms_complete_munmap_vmas()`), which says so once, at the boundary,
 //! with [`LockedMm::assume_locked`].
 
@@ -24,12 +24,13 @@ use kernel::{
     prelude::*,
 };
 
-/// An address space whose mmap write lock is held for `'a`.
+/// An address space whose mmap write lock is held while this value lives.
 ///
 /// # Invariants
 ///
-/// `mm` points to a live `mm_struct` that has users (`mm_users > 0`, so
-/// its registry is not freed), whose mmap write lock is held for `'a`.
+/// `mm` points to a `mm_struct` that has users (`mm_users > 0`, so its
+/// registry is not freed) for `'a`, and whose mmap write lock is held for
+/// as long as this value lives (which is at most `'a`).
 pub(crate) struct LockedMm<'a> {
     mm: NonNull<bindings::mm_struct>,
     _lock: PhantomData<&'a MmWithUser>,
@@ -40,8 +41,8 @@ impl<'a> LockedMm<'a> {
     ///
     /// # Safety
     ///
-    /// `mm` must point to a live `mm_struct` with users, whose mmap write
-    /// lock the caller holds for `'a`.
+    /// `mm` must point to a `mm_struct` with users for `'a`, whose mmap
+    /// write lock the caller holds for as long as the value lives.
     pub(crate) unsafe fn assume_locked(mm: *mut bindings::mm_struct) -> Self {
         LockedMm {
             // SAFETY: Live, so not null (the caller's contract).
@@ -55,7 +56,7 @@ impl<'a> LockedMm<'a> {
         // SAFETY: `mm` is live and has users (type invariant).
         let mm = unsafe { MmWithUser::from_raw(self.mm.as_ptr()) };
         // SAFETY: We hold the mmap write lock of the mm the registry belongs
-        // to (type invariant), for as long as `self` is borrowed.
+        // to (type invariant) while `self` lives, so for the borrow.
         SframeMm::of(mm).map(|r| unsafe { RegistryWriter::new(r) })
     }
 
@@ -128,18 +129,19 @@ impl Drop for MmapWriteGuard<'_> {
     }
 }
 
-/// Calls `f` with the current task's address space, its mmap write lock
-/// held: `EINVAL` for a task without one (a kernel thread), `EINTR` if a
-/// fatal signal came while waiting for the lock.
-pub(crate) fn with_current_locked<R>(f: impl FnOnce(&LockedMm<'_>) -> Result<R>) -> Result<R> {
+/// Calls `f` with the current task's address space; `EINVAL` for a task
+/// without one (a kernel thread).
+pub(crate) fn with_current<R>(f: impl FnOnce(&MmWithUser) -> Result<R>) -> Result<R> {
     let task = kernel::current!();
-    let guard = MmapWriteGuard::lock(task.mm().ok_or(EINVAL)?)?;
-    f(&guard.locked)
+    f(task.mm().ok_or(EINVAL)?)
 }
 
-/// Calls `f` with the registry of the current task's address space, if it
-/// has one, without a lock: for readers.
-pub(crate) fn with_current_registry<R>(f: impl FnOnce(Option<&SframeMm>) -> R) -> R {
-    let task = kernel::current!();
-    f(task.mm().and_then(SframeMm::of))
+/// Calls `f` with `mm`'s mmap write lock held; `EINTR` if a fatal signal
+/// came while waiting for it.
+pub(crate) fn with_locked<R>(
+    mm: &MmWithUser,
+    f: impl FnOnce(&LockedMm<'_>) -> Result<R>,
+) -> Result<R> {
+    let guard = MmapWriteGuard::lock(mm)?;
+    f(&guard.locked)
 }

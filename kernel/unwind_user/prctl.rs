@@ -4,7 +4,10 @@
 //! `include/uapi/linux/unwind_user.h`, read and written through their
 //! bindgen'ed definitions.
 
-use crate::{assist, mm, register, registry::Section, registry::MAX_SECTION_SIZE};
+use crate::{
+    assist, mm, register,
+    registry::{Section, SframeMm, MAX_SECTION_SIZE},
+};
 use kernel::{
     bindings,
     error::code::{E2BIG, EINVAL, ENOENT},
@@ -20,20 +23,28 @@ pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-(bindings::EOPNOTSUPP as c_int))
 }
 
-/// A struct of the uapi header, as bytes.
+/// A struct of the uapi header, read and written as bytes.
 ///
 /// # Invariants
 ///
-/// `T` is one of the structs below, made of `__u32` and `__u64` fields
-/// without padding (their sizes are checked against the header's `_VER`
-/// sizes): every bit pattern is a value, and every byte is initialized.
+/// `T` is one of the structs of [`uapi_structs!`], whose fields are all
+/// integers and take all of its bytes (checked at build time): every bit
+/// pattern is a value, and no byte is padding.
 #[repr(transparent)]
 pub(crate) struct Uapi<T>(T);
 
+/// Makes `Uapi<T>` readable from and writable to user memory for each
+/// struct `T`, given with all its fields (a field added to the header
+/// without being named here fails to build) and its size in the header.
 macro_rules! uapi_structs {
-    ($($t:ident = $size:ident),* $(,)?) => {$(
-        const _: () = assert!(size_of::<bindings::$t>() == bindings::$size as usize);
-        // SAFETY: `__u32` and `__u64` fields without padding (type invariant).
+    ($($t:ident { $($f:ident),* } = $size:ident;)*) => {$(
+        const _: () = {
+            let v = bindings::$t { $($f: 0),* };
+            // The fields take all of the struct's bytes: no padding.
+            assert!(size_of::<bindings::$t>() == 0 $(+ size_of_val(&v.$f))*);
+            assert!(size_of::<bindings::$t>() == bindings::$size as usize);
+        };
+        // SAFETY: Integer fields only, and no padding (checked above).
         unsafe impl FromBytes for Uapi<bindings::$t> {}
         // SAFETY: As above.
         unsafe impl AsBytes for Uapi<bindings::$t> {}
@@ -41,10 +52,15 @@ macro_rules! uapi_structs {
 }
 
 uapi_structs! {
-    unwind_user_sframe = UNWIND_USER_SFRAME_SIZE_VER1,
-    unwind_user_info = UNWIND_USER_INFO_SIZE_VER2,
-    unwind_user_assist = UNWIND_USER_ASSIST_SIZE_VER0,
-    unwind_user_assist_frames = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0,
+    unwind_user_sframe {
+        text_start, text_size, sframe_start, sframe_size, flags, sframe_addr
+    } = UNWIND_USER_SFRAME_SIZE_VER1;
+    unwind_user_info {
+        nr_sections, unwinds, sframe_frames, fp_fallbacks, errors, dropped,
+        nofault_frames, nofault_faults, cached_frames, section_reads, section_bytes
+    } = UNWIND_USER_INFO_SIZE_VER2;
+    unwind_user_assist { signo, max_entries, timeout_ms, flags } = UNWIND_USER_ASSIST_SIZE_VER0;
+    unwind_user_assist_frames { cookie, entries, nr, flags } = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0;
 }
 
 /// Reads a size-versioned struct from `ptr`, `size` bytes long, as
@@ -131,7 +147,7 @@ fn register(ptr: c_ulong, size: c_ulong) -> Result {
 
 /// `UNWIND_USER_SFRAME_UNREGISTER`.
 fn unregister(text_start: c_ulong) -> Result {
-    mm::with_current_locked(|mm| mm.registry().ok_or(ENOENT)?.remove(text_start))
+    mm::with_current(|mm| mm::with_locked(mm, |mm| mm.registry().ok_or(ENOENT)?.remove(text_start)))
 }
 
 /// `UNWIND_USER_QUERY`.
@@ -139,9 +155,9 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
     if !(INFO_SIZE_VER0..=kernel::page::PAGE_SIZE).contains(&size) {
         return Err(EINVAL);
     }
-    let info = mm::with_current_registry(|r| {
-        let Some(r) = r else {
-            return bindings::unwind_user_info::default();
+    let info = mm::with_current(|mm| {
+        let Some(r) = SframeMm::of(mm) else {
+            return Ok(bindings::unwind_user_info::default());
         };
         let c = &r.counters;
         let (frames, fallbacks, errors, faults) = (
@@ -150,7 +166,7 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
             c.errors.load(Relaxed),
             c.nofault_faults.load(Relaxed),
         );
-        bindings::unwind_user_info {
+        Ok(bindings::unwind_user_info {
             nr_sections: r.len() as u64,
             // Every lookup ends in exactly one of those.
             unwinds: frames
@@ -166,8 +182,8 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
             cached_frames: c.cached_frames.load(Relaxed),
             section_reads: c.section_reads.load(Relaxed),
             section_bytes: c.section_bytes.load(Relaxed),
-        }
-    });
+        })
+    })?;
     write_versioned(ptr, size, info)
 }
 

@@ -16,7 +16,10 @@ use kernel::{
     bindings,
     error::code::{EFAULT, EINTR, EINVAL, ENOMEM, ENOSPC, ERANGE},
     ffi::c_int,
-    mm::virt::flags::{EXEC, READ},
+    mm::{
+        virt::flags::{EXEC, READ},
+        MmWithUser,
+    },
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
@@ -111,11 +114,6 @@ impl sframe::Visitor for Keep {
             Some(p) if p.end() <= self.text_len => self.packed.push(p, registry::gfp())?,
             _ => self.outside = true,
         }
-        if fde.num_fres > FRE_MARK_EVERY {
-            // Exactly the marks to come: the table is counted by its size.
-            let n = (fde.num_fres - 1) / FRE_MARK_EVERY;
-            self.marks.reserve(n as usize, registry::gfp())?;
-        }
         Ok(())
     }
 
@@ -169,6 +167,10 @@ const VALIDATION_BLOCKS: usize = 8192;
 
 /// Validates `s` and registers it for the current task's address space.
 pub(crate) fn add(s: Section) -> Result {
+    mm::with_current(|mm| add_to(mm, s))
+}
+
+fn add_to(mm: &MmWithUser, s: Section) -> Result {
     // The step unwinds 64-bit code only (8-byte words, the 64-bit ucontext).
     // SAFETY: Reads the current task's syscall state; no preconditions.
     if unsafe { bindings::in_compat_syscall() } {
@@ -194,7 +196,7 @@ pub(crate) fn add(s: Section) -> Result {
     )
     .map_err(|e| if reader.killed { EINTR } else { e })?;
 
-    mm::with_current_locked(|mm| {
+    mm::with_locked(mm, |mm| {
         let sframe_end = s.sframe_start + s.sframe_len as usize;
         if !mm.in_one_vma(s.text_start, s.text_end, EXEC) {
             return Err(refuse("text is not in one executable mapping", &s, EINVAL));

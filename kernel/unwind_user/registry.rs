@@ -320,7 +320,8 @@ impl Counters {
 ///
 /// `table` is null or points to a [`Table`] owned by this object, replaced
 /// only with the mmap write lock held; retired tables are freed after an RCU
-/// grace period. The object lives until the mm is freed.
+/// grace period. The object lives until the mm has no users left
+/// (`__mmput()`).
 pub(crate) struct SframeMm {
     table: Atomic<*mut Table>,
     /// The id of the next registration; only writers (serialised) use it.
@@ -417,7 +418,8 @@ impl SframeMm {
         unsafe { &*p }
     }
 
-    /// The registry, for its only writer: a state not shared yet (a test's).
+    /// The registry, for its only writer: a registry not shared yet (a
+    /// test's).
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn exclusive(&mut self) -> RegistryWriter<'_> {
         RegistryWriter(self)
@@ -570,20 +572,23 @@ impl SframeMm {
         if p.is_null() {
             return;
         }
-        // SAFETY: `p` came from `KBox::into_raw` in `get_or_create` and, with
+        // SAFETY: `p` came from `KBox::into_raw` in `install` and, with
         // the mm gone, nothing else refers to it.
         drop(unsafe { KBox::from_raw(p) });
     }
 }
 
-/// A registry as its one writer sees it: exec, prctl, munmap and fork
-/// change it with the mmap write lock held ([`crate::mm::LockedMm`]), a
-/// test with the only reference to a registry it made.
+/// A registry as its writers see it: exec, prctl, munmap and fork change
+/// it with the mmap write lock held ([`crate::mm::LockedMm`]), a test with
+/// the only reference to a registry it made. The operations that replace
+/// the table take `&mut self`, so that the borrow checker keeps a table
+/// they may retire from being used after.
 ///
 /// # Invariants
 ///
-/// No other writer of the registry exists while this lives: only writers
-/// replace or retire its table.
+/// Writers of the registry are serialised (by the mmap write lock, or by
+/// being its only reference) for `'a`: only writers replace or retire its
+/// table, so no table is retired while one of them uses it.
 pub(crate) struct RegistryWriter<'a>(&'a SframeMm);
 
 impl<'a> RegistryWriter<'a> {
@@ -597,15 +602,21 @@ impl<'a> RegistryWriter<'a> {
 
     /// The current table.
     fn table(&self) -> Option<&Table> {
-        // SAFETY: A non-null table is live until a writer retires it, and
-        // there is no other writer (type invariant).
+        // SAFETY: A non-null table is live until a writer retires it, which
+        // needs `&mut self` (or another writer, which the type invariant
+        // rules out) while this borrow lasts.
         unsafe { self.0.table.load(Acquire).as_ref() }
+    }
+
+    /// Publishes `new`, retiring the current table after a grace period.
+    fn publish(&mut self, new: KBox<Table>) {
+        self.0.publish(new)
     }
 
     /// Registers `s`, whose validated header and FDEs are `fdes`. `ENOSPC`
     /// when the address space has [`MAX_SECTIONS`] registrations or their
     /// FDE tables would pass [`MAX_FDE_BYTES`].
-    pub(crate) fn add(&self, s: Section, fdes: Arc<Fdes>) -> Result {
+    pub(crate) fn add(&mut self, s: Section, fdes: Arc<Fdes>) -> Result {
         let old = self.table();
         let live = || old.into_iter().flat_map(Table::live);
         let bytes = live()
@@ -627,7 +638,7 @@ impl<'a> RegistryWriter<'a> {
     }
 
     /// Removes the registration whose text starts at `text_start`.
-    pub(crate) fn remove(&self, text_start: usize) -> Result {
+    pub(crate) fn remove(&mut self, text_start: usize) -> Result {
         let old = self.table().ok_or(ENOENT)?;
         if !old.live().any(|e| e.section.text_start == text_start) {
             return Err(ENOENT);
@@ -643,7 +654,7 @@ impl<'a> RegistryWriter<'a> {
     /// Removes every registration whose text or section overlaps
     /// `[start, end)`, which is being unmapped. On allocation failure the
     /// affected entries are marked dead instead, so that no reader uses them.
-    pub(crate) fn unmap(&self, start: usize, end: usize) {
+    pub(crate) fn unmap(&mut self, start: usize, end: usize) {
         let Some(old) = self.table() else {
             return;
         };
@@ -670,7 +681,7 @@ impl<'a> RegistryWriter<'a> {
     /// empty registry of a new mm (fork), ids included.
     pub(crate) fn copy_to(
         &self,
-        dst: &RegistryWriter<'_>,
+        dst: &mut RegistryWriter<'_>,
         keep: impl Fn(&Section) -> bool,
     ) -> Result {
         if let Some(old) = self.table() {
@@ -782,7 +793,7 @@ mod tests {
     #[test]
     fn registry_add_lookup_remove() -> Result {
         let mut mm = SframeMm::new()?;
-        let mm = mm.exclusive();
+        let mut mm = mm.exclusive();
         mm.add(sec(0x3000, 0x1000), none()?)?;
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.add(sec(0x5000, 0x100), none()?)?;
@@ -810,7 +821,7 @@ mod tests {
     #[test]
     fn registry_limit() -> Result {
         let mut mm = SframeMm::new()?;
-        let mm = mm.exclusive();
+        let mut mm = mm.exclusive();
         for i in 0..MAX_SECTIONS {
             mm.add(sec(0x1000 * (i + 1), 0x1000), none()?)?;
         }
@@ -827,7 +838,7 @@ mod tests {
     #[test]
     fn registry_unmap_and_dead() -> Result {
         let mut mm = SframeMm::new()?;
-        let mm = mm.exclusive();
+        let mut mm = mm.exclusive();
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.add(sec(0x3000, 0x1000), none()?)?;
         mm.add(sec(0x5000, 0x1000), none()?)?;
@@ -854,8 +865,8 @@ mod tests {
         // Fork copies the live registrations that the child has mapped.
         mm.add(sec(0x8000, 0x1000), none()?)?;
         let mut child = SframeMm::new()?;
-        let child = child.exclusive();
-        mm.copy_to(&child, |s| s.text_start != 0x8000)?;
+        let mut child = child.exclusive();
+        mm.copy_to(&mut child, |s| s.text_start != 0x8000)?;
         assert_eq!(at(&child, 0x1800), Some(sec(0x1000, 0x1000)));
         assert_eq!(at(&child, 0x8000), None);
         assert_eq!(child.len(), 1);
@@ -889,7 +900,7 @@ mod tests {
         let fdes = Fdes::new(header()?, table, marks)?;
         assert_eq!(fdes.bytes(), 20 + 3 * 16);
         let mut mm = SframeMm::new()?;
-        let mm = mm.exclusive();
+        let mut mm = mm.exclusive();
         mm.add(sec(0x11000, 0x100), fdes)?;
         let fde_at = |pc| found(&mm, pc).map(|f| f.fde);
         assert_eq!(fde_at(0x11000), Some(Some((0, packed))));

@@ -208,10 +208,20 @@ mod tests {
     use crate::registry::{fixtures::*, SframeMm};
     use kernel::error::code::ENOENT;
 
+    /// What a walk starting now finds cached for `pc`.
+    fn cached(mm: &SframeMm, pc: usize) -> Option<Cached> {
+        mm.cached(pc, true, mm.gen())
+    }
+
+    /// Caches `c` for `pc` as a walk starting now would.
+    fn remember(mm: &SframeMm, pc: usize, c: Cached) {
+        mm.remember(pc, true, mm.lookup(pc).gen, c)
+    }
+
     #[test]
     fn rule_cache() -> Result {
         let mut mm = SframeMm::new()?;
-        let mm = mm.exclusive();
+        let mut mm = mm.exclusive();
         mm.add(sec(0x1000, 0x1000), none()?)?;
         // The frame-pointer rule's return addresses in a registered text
         // need no VMA lookup.
@@ -222,14 +232,11 @@ mod tests {
             fp_off: -16,
             use_fp: true,
         };
-        // What a walk starting now finds cached for `pc`.
-        let cached = |pc| mm.cached(pc, true, mm.gen());
-        let remember = |pc, c| mm.remember(pc, true, mm.lookup(pc).gen, c);
         // Remembered for its PC only, and for return addresses only.
-        remember(0x1800, Cached::Rule(rule));
-        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
-        assert_eq!(cached(0x1801), None);
-        assert_eq!(cached(0x1800 + (1 << 32)), None);
+        remember(&mm, 0x1800, Cached::Rule(rule));
+        assert_eq!(cached(&mm, 0x1800), Some(Cached::Rule(rule)));
+        assert_eq!(cached(&mm, 0x1801), None);
+        assert_eq!(cached(&mm, 0x1800 + (1 << 32)), None);
         assert_eq!(mm.cached(0x1800, false, mm.gen()), None);
         // Negative and largest offsets survive the packing; what does not
         // fit is not cached.
@@ -250,8 +257,8 @@ mod tests {
                 use_fp: false,
             },
         ] {
-            remember(0x1900, Cached::Rule(r));
-            assert_eq!(cached(0x1900), Some(Cached::Rule(r)));
+            remember(&mm, 0x1900, Cached::Rule(r));
+            assert_eq!(cached(&mm, 0x1900), Some(Cached::Rule(r)));
         }
         for r in [
             CachedRule {
@@ -276,18 +283,19 @@ mod tests {
                 use_fp: false,
             },
         ] {
-            remember(0x1a00, Cached::Rule(r));
-            assert_eq!(cached(0x1a00), None);
+            remember(&mm, 0x1a00, Cached::Rule(r));
+            assert_eq!(cached(&mm, 0x1a00), None);
         }
-        remember(0x9000, Cached::FramePointer);
-        assert_eq!(cached(0x9000), Some(Cached::FramePointer));
-        remember(0x9100, Cached::End);
-        assert_eq!(cached(0x9100), Some(Cached::End));
-        remember(0x9180, Cached::FramePointerInCode);
-        assert_eq!(cached(0x9180), Some(Cached::FramePointerInCode));
+        remember(&mm, 0x9000, Cached::FramePointer);
+        assert_eq!(cached(&mm, 0x9000), Some(Cached::FramePointer));
+        remember(&mm, 0x9100, Cached::End);
+        assert_eq!(cached(&mm, 0x9100), Some(Cached::End));
+        remember(&mm, 0x9180, Cached::FramePointerInCode);
+        assert_eq!(cached(&mm, 0x9180), Some(Cached::FramePointerInCode));
         // A rule with a CFA of FP + 0 does not fit: it cannot be taken for
         // the end of a walk (its bits would read as one).
         remember(
+            &mm,
             0x9200,
             Cached::Rule(CachedRule {
                 cfa_off: 0,
@@ -295,24 +303,24 @@ mod tests {
                 use_fp: true,
             }),
         );
-        assert_eq!(cached(0x9200), None);
+        assert_eq!(cached(&mm, 0x9200), None);
         // Any registry change starts a new generation: what was cached, or
         // found before it, is not taken by walks that start after it, and
         // the cache is emptied for them.
         let gen = mm.lookup(0x1800).gen;
-        remember(0x1800, Cached::Rule(rule));
+        remember(&mm, 0x1800, Cached::Rule(rule));
         mm.add(sec(0x8000, 0x1000), none()?)?;
-        assert_eq!(cached(0x1800), None);
+        assert_eq!(cached(&mm, 0x1800), None);
         assert_eq!(mm.cached(0x1800, true, gen), None);
         mm.remember(0x1800, true, gen, Cached::Rule(rule));
-        assert_eq!(cached(0x1800), None);
+        assert_eq!(cached(&mm, 0x1800), None);
         assert_eq!(mm.cached(0x1800, true, gen), None);
         // A walk that started before keeps to its own generation.
-        remember(0x1800, Cached::Rule(rule));
+        remember(&mm, 0x1800, Cached::Rule(rule));
         assert_eq!(mm.cached(0x1800, true, gen), None);
-        assert_eq!(cached(0x1800), Some(Cached::Rule(rule)));
+        assert_eq!(cached(&mm, 0x1800), Some(Cached::Rule(rule)));
         mm.remove(0x8000)?;
-        assert_eq!(cached(0x1800), None);
+        assert_eq!(cached(&mm, 0x1800), None);
 
         // In the cache this change emptied: four PCs of one set are all
         // kept, a fifth evicts the oldest; one stored again keeps one
@@ -324,19 +332,19 @@ mod tests {
             *q = same_set.next().ok_or(ENOENT)?;
         }
         for &q in &p[..4] {
-            remember(q, Cached::FramePointer);
+            remember(&mm, q, Cached::FramePointer);
         }
-        remember(p[1], Cached::Rule(rule));
-        assert_eq!(cached(p[0]), Some(Cached::FramePointer));
-        assert_eq!(cached(p[1]), Some(Cached::Rule(rule)));
-        remember(p[4], Cached::FramePointer);
-        assert_eq!(cached(p[0]), None);
+        remember(&mm, p[1], Cached::Rule(rule));
+        assert_eq!(cached(&mm, p[0]), Some(Cached::FramePointer));
+        assert_eq!(cached(&mm, p[1]), Some(Cached::Rule(rule)));
+        remember(&mm, p[4], Cached::FramePointer);
+        assert_eq!(cached(&mm, p[0]), None);
         for &q in &p[1..5] {
-            assert!(cached(q).is_some());
+            assert!(cached(&mm, q).is_some());
         }
-        remember(p[5], Cached::FramePointer);
-        assert_eq!(cached(p[2]), None);
-        assert_eq!(cached(p[1]), Some(Cached::Rule(rule)));
+        remember(&mm, p[5], Cached::FramePointer);
+        assert_eq!(cached(&mm, p[2]), None);
+        assert_eq!(cached(&mm, p[1]), Some(Cached::Rule(rule)));
         Ok(())
     }
 }

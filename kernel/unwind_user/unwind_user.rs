@@ -252,7 +252,7 @@ pub unsafe extern "C" fn sframe_mm_dup(
     };
     match new
         .registry_or_create()
-        .and_then(|r| old.copy_to(&r, mapped))
+        .and_then(|mut r| old.copy_to(&mut r, mapped))
     {
         Ok(()) => 0,
         Err(_) => ENOMEM.to_errno(),
@@ -288,7 +288,7 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 ) {
     // SAFETY: The caller's contract.
     let mm = unsafe { mm::LockedMm::assume_locked(mm) };
-    if let Some(r) = mm.registry() {
+    if let Some(mut r) = mm.registry() {
         r.unmap(start, end);
     }
 }

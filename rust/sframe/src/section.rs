@@ -668,10 +668,7 @@ pub trait Visitor {
     fn fde(&mut self, index: u32, fde: &Fde) -> Result<(), Self::Error>;
 
     /// A mark of the rows of FDE `fde`, in order.
-    fn mark(&mut self, fde: u32, mark: FreMark) -> Result<(), Self::Error> {
-        let _ = (fde, mark);
-        Ok(())
-    }
+    fn mark(&mut self, fde: u32, mark: FreMark) -> Result<(), Self::Error>;
 }
 
 /// Why [`Section::validate_with`] stopped.
@@ -696,6 +693,10 @@ impl Visitor for CheckOnly {
     type Error = core::convert::Infallible;
 
     fn fde(&mut self, _: u32, _: &Fde) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    fn mark(&mut self, _: u32, _: FreMark) -> Result<(), Self::Error> {
         Ok(())
     }
 }
