@@ -120,29 +120,33 @@ apply: source
 	@head=$$(harness/apply.py $(REPO) $(SRC)) && \
 		echo "apply: $$(cat $(SRC)/.debian-version) + $$(grep -c '^Subject:' patches/series) patches -> $$head"
 
-# tinyconfig and the fragments $(2), merged one after the other, each
-# resolved before the next (merge_config.sh and olddefconfig, as `make
-# tinyconfig X.config Y.config` does with the tree's kernel/configs/)
-# into $(1)/.config with $(3) as the make command; then every option the
-# fragments $(4) ask for is checked to have made it in. A .config is made
-# again only when a fragment or a Kconfig file changes, so that an edit to
-# a .rs file rebuilds only that.
+# tinyconfig, the fragments $(2) merged together onto it, then the fragment
+# $(4) if any merged after them (merge_config.sh, then olddefconfig each
+# time, as `make tinyconfig X.config Y.config` does with the tree's
+# kernel/configs/), into $(1)/.config with $(3) as the make command; then
+# every option the fragments $(5) ask for is checked to have made it in. A
+# .config is made again only when a fragment or a Kconfig file changes, so
+# that an edit to a .rs file rebuilds only that.
 define kconfig
 	mkdir -p $(1)
 	$(3) rustavailable
-	{ $(3) tinyconfig && for f in $(2); do \
-		$(SRC)/scripts/kconfig/merge_config.sh -m -O $(1) $(1)/.config $$f && \
-		$(3) olddefconfig || exit 1; done; } >$(1)/config.log 2>&1 || \
-		{ cat $(1)/config.log; exit 1; }
-	for f in $(4); do harness/check-config.sh $(1)/.config $$f || exit 1; done
+	( $(3) tinyconfig && \
+	  $(SRC)/scripts/kconfig/merge_config.sh -m -O $(1) $(1)/.config $(2) && \
+	  $(3) olddefconfig && \
+	  if [ -n "$(4)" ]; then \
+		$(SRC)/scripts/kconfig/merge_config.sh -m -O $(1) $(1)/.config $(4) && \
+		$(3) olddefconfig; \
+	  fi ) >$(1)/config.log 2>&1 || { cat $(1)/config.log; exit 1; }
+	for f in $(5); do harness/check-config.sh $(1)/.config $$f || exit 1; done
 endef
 
-# The test configuration: what the selftests need, where kselftest looks
-# for it, and what booting a tinyconfig kernel under QEMU needs.
-TEST_CONFIG := tools/testing/selftests/unwind_user/config
+# The test configuration: what the selftests need (where kselftest looks
+# for it) and what a tinyconfig kernel needs to boot under QEMU and run
+# them, KUnit and the debugging that catches this code's bugs.
+TEST_CONFIG := harness/configs/qemu.config tools/testing/selftests/unwind_user/config
 
 $(OUT)/.config: $(TEST_CONFIG) $(wildcard kernel/unwind_user/Kconfig) | apply
-	$(call kconfig,$(OUT),$(TEST_CONFIG),$(KMAKE),$(TEST_CONFIG))
+	$(call kconfig,$(OUT),$(TEST_CONFIG),$(KMAKE),,$(TEST_CONFIG))
 
 config: apply $(OUT)/.config
 
@@ -150,14 +154,14 @@ config: apply $(OUT)/.config
 # production one that turns the debugging off.
 $(OUT_PROD)/.config: $(TEST_CONFIG) harness/configs/prod.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
-	$(call kconfig,$(OUT_PROD),$(TEST_CONFIG) harness/configs/prod.config,$(KMAKE_PROD),harness/configs/prod.config)
+	$(call kconfig,$(OUT_PROD),$(TEST_CONFIG),$(KMAKE_PROD),harness/configs/prod.config,harness/configs/prod.config)
 
 # The test configuration plus what virtme-ng needs (virtio, 9p, virtio-fs).
 # The vng fragment is not part of the series: merge_config.sh takes it from
 # this repository, as `make tinyconfig X.config` does from the tree.
 $(OUT_VNG)/.config: $(TEST_CONFIG) harness/configs/vng.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
-	$(call kconfig,$(OUT_VNG),$(TEST_CONFIG) harness/configs/vng.config,$(KMAKE_VNG),$(TEST_CONFIG) harness/configs/vng.config)
+	$(call kconfig,$(OUT_VNG),$(TEST_CONFIG),$(KMAKE_VNG),harness/configs/vng.config,$(TEST_CONFIG) harness/configs/vng.config)
 
 kernel-vng: apply $(OUT_VNG)/.config
 	$(KMAKE_VNG) bzImage
@@ -194,7 +198,7 @@ vng-deps:
 # kasan fragment also checks that the compiler is clang and Rust stayed on.
 $(OUT_KASAN)/.config: $(TEST_CONFIG) harness/configs/kasan.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
-	$(call kconfig,$(OUT_KASAN),$(TEST_CONFIG) harness/configs/kasan.config,$(KMAKE_KASAN),$(TEST_CONFIG) harness/configs/kasan.config)
+	$(call kconfig,$(OUT_KASAN),$(TEST_CONFIG),$(KMAKE_KASAN),harness/configs/kasan.config,$(TEST_CONFIG) harness/configs/kasan.config)
 
 # The Rust objects must call KASAN's checks: the unwinder and the decoder.
 kernel-kasan: apply $(OUT_KASAN)/.config

@@ -4,8 +4,9 @@
 # make bisect-check: every prefix of the series builds. Each commit of
 # pristine..HEAD of the applied tree is checked out in KBUILD_DIR/bisect and
 # built, in order and incrementally, in KBUILD_DIR/build-bisect with the
-# test configuration (tinyconfig + tools/testing/selftests/unwind_user/config of
-# this repository: the fragment itself comes late in the series, and its
+# test configuration (tinyconfig + harness/configs/qemu.config and
+# tools/testing/selftests/unwind_user/config of
+# this repository: the selftests' config comes late in the series, and its
 # options for code not in a prefix yet are simply unknown there). One
 # "ok N subject" or "not ok N subject" line a patch; the build logs stay
 # in KBUILD_DIR/bisect-check/.
@@ -14,7 +15,7 @@
 set -uo pipefail
 REPO=$1 KB=$2 JOBS=$3
 SRC=$KB/src WT=$KB/bisect OUT=$KB/build-bisect LOGS=$KB/bisect-check
-FRAGMENT=$REPO/tools/testing/selftests/unwind_user/config
+FRAGMENTS="$REPO/harness/configs/qemu.config $REPO/tools/testing/selftests/unwind_user/config"
 mkdir -p "$OUT" "$LOGS"
 
 if [ ! -d "$WT" ]; then
@@ -36,7 +37,7 @@ for c in $(git -C "$SRC" rev-list --reverse pristine..HEAD); do
 	# include/config timestamps, so the build after stays incremental.
 	if kmake tinyconfig >"$log" 2>&1 &&
 	   "$WT/scripts/kconfig/merge_config.sh" -m -O "$OUT" "$OUT/.config" \
-		"$FRAGMENT" >>"$log" 2>&1 &&
+		$FRAGMENTS >>"$log" 2>&1 &&
 	   kmake olddefconfig >>"$log" 2>&1 &&
 	   kmake bzImage >>"$log" 2>&1; then
 		echo "ok $n $subject"

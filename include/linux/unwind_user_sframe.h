@@ -6,6 +6,7 @@
 #ifndef _LINUX_UNWIND_USER_SFRAME_H
 #define _LINUX_UNWIND_USER_SFRAME_H
 
+#include <linux/errno.h>
 #include <linux/types.h>
 
 struct mm_struct;
