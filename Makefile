@@ -219,7 +219,7 @@ check-kasan: kernel-kasan initramfs
 	@GUEST_MEM=$(KASAN_GUEST_MEM) harness/run-guest.sh $(OUT_KASAN)/arch/x86/boot/bzImage \
 		$(GUEST)/initramfs.cpio.gz $(KASAN_DIR)/guest test $(KASAN_BOOT_TIMEOUT); \
 		echo $$? >$(KASAN_DIR)/guest/rc
-	@python3 -c 'import sys; sys.path.insert(0, "harness"); import results as r; \
+	@python3 -c 'import sys; from harness import results as r; \
 		logs = sys.argv[1]; k = r.Suite("kasan: KASAN on in the guest"); \
 		con = r.read(logs + "/guest/console.log") or []; \
 		k.add(any("KernelAddressSanitizer initialized" in l for l in con), note="no KASAN banner in the console"); \

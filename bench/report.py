@@ -8,15 +8,14 @@ with the three summary lines:
     bench: dwarf_sframe_bytes_ratio=Z
     bench: lookup_ns fdes_1k=A fdes_10k=B fdes_100k=C
 
-Usage: report.py --results LOG --out DIR --build DIR --accel FILE
-                 --noalloc FILE --kernel STRING [--seconds N] [--config FILE]
+Usage: python3 -m bench.report --results LOG --out DIR --build DIR --accel FILE
+                                 --noalloc FILE --kernel STRING [--seconds N] [--config FILE]
+(from the top directory, or with it in PYTHONPATH).
 Exit status 1 if the log lacks a figure or the guest reported an error;
 a missed goal is reported, not an error.
 """
 import argparse
-import base64
 import datetime
-import gzip
 import math
 import os
 import platform
@@ -24,13 +23,10 @@ import re
 import statistics
 import subprocess
 import sys
-import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'demo'))
-import perfscript  # noqa: E402
+from demo import perfscript
+from harness import guestlog
 
-KV = re.compile(r'(\w+)=(\S*)')
 PERF_LABELS = {
     'none': 'unprofiled (before)', 'none2': 'unprofiled (after)',
     'fp': '`--call-graph fp`, `unwind_user_nmi_sframe=0` (frame pointers alone)',
@@ -56,53 +52,36 @@ def num(v):
             return v
 
 
+PROFILE_ROW = re.compile(r'\s*([\d.]+)%\s+(\d+)\s+\[([k.])\]\s+(.+?)\s*$')
+
+
 def parse(path):
-    """The log as a list of (key, {k: v}, binary) and the perf script texts."""
-    recs, blobs, notes, profiles = [], {}, [], {}
-    binary, cur, prof = 'unwind_bench', None, None
-    with open(path, errors='replace') as f:
-        for line in f:
-            line = line.rstrip('\r\n')
-            m = re.match(r'### bench-profile (\w+) (begin|end)', line)
-            if m:
-                prof = m.group(1) if m.group(2) == 'begin' else None
-                if prof:
-                    profiles[prof] = []
-                continue
-            if prof:
-                m = re.match(r'\s*([\d.]+)%\s+(\d+)\s+\[([k.])\]\s+(.+?)\s*$', line)
-                if m:
-                    profiles[prof].append((float(m.group(1)), int(m.group(2)), m.group(4)))
-                continue
-            m = re.match(r'### bench-script (\w+) (begin|end)', line)
-            if m:
-                cur = m.group(1) if m.group(2) == 'begin' else None
-                if cur:
-                    blobs[cur] = []
-                continue
-            if cur:
-                blobs[cur].append(line.strip())
-                continue
-            if line.startswith('# '):
-                notes.append(line)
-                continue
-            m = re.match(r'bench: (\w+)(.*)', line)
-            if not m:
-                continue
-            key, kv = m.group(1), {k: num(v) for k, v in KV.findall(m.group(2))}
-            if key == 'binary':
-                binary = kv['name']
-                continue
-            if key == 'error':
-                kv['text'] = m.group(2).strip()
-            recs.append((key, kv, binary))
-    texts = {}
-    for mode, b in blobs.items():
-        try:
-            texts[mode] = gzip.decompress(base64.b64decode(''.join(b))).decode(errors='replace')
-        except (ValueError, OSError, EOFError, zlib.error) as e:
-            print(f'bench: {mode}: cannot decode perf script output: {e}', file=sys.stderr)
-    return recs, texts, notes, profiles
+    """The log as a list of (key, {k: v}, binary), the perf script texts,
+    the notes and the kernel profiles ({unwinder: [(percent, samples,
+    symbol)]})."""
+    log = guestlog.read(path)
+    recs, notes = [], []
+    binary = 'unwind_bench'
+    for line in log.lines:
+        if line.startswith('# '):
+            notes.append(line)
+            continue
+        m = re.match(r'bench: (\w+)(.*)', line)
+        if not m:
+            continue
+        key = m.group(1)
+        kv = {k: num(v) for k, v in guestlog.fields(m.group(2)).items()}
+        if key == 'binary':
+            binary = kv['name']
+            continue
+        if key == 'error':
+            kv['text'] = m.group(2).strip()
+        recs.append((key, kv, binary))
+    profiles = {}
+    for u in log.names('bench-profile'):
+        profiles[u] = [(float(m.group(1)), int(m.group(2)), m.group(4))
+                       for m in map(PROFILE_ROW.match, log.blocks['bench-profile', u]) if m]
+    return recs, log.texts('bench-script', 'bench'), notes, profiles
 
 
 def select(recs, rkey, binary=None, **match):

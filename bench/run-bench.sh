@@ -55,13 +55,13 @@ if ! grep -q '### bench-end' "$OUT/run/results.log" 2>/dev/null; then
 fi
 
 if [ -f "$VMLINUX" ]; then
-	python3 "$HERE/noalloc.py" "$VMLINUX" >"$OUT/noalloc.txt" || true
+	PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" python3 -m bench.noalloc "$VMLINUX" >"$OUT/noalloc.txt" || true
 else
 	echo "noalloc: not run: no vmlinux at $VMLINUX" >"$OUT/noalloc.txt"
 fi
 
 kver=$(file -b "$BZ" | sed -n 's/.*version \([^,]*\),.*/\1/p')
 [ -n "${KSRC:-}" ] && [ -f "$KSRC/.debian-version" ] && kver="$kver; $(cat "$KSRC/.debian-version")"
-python3 "$HERE/report.py" --results "$OUT/run/results.log" --out "$OUT" \
+PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" python3 -m bench.report --results "$OUT/run/results.log" --out "$OUT" \
 	--build "$OUT/build" --accel "$OUT/run/accel" --noalloc "$OUT/noalloc.txt" \
 	--kernel "$kver" --seconds "$((t2 - t0))" --config "$(dirname "$VMLINUX")/.config"

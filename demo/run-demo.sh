@@ -71,5 +71,5 @@ if ! grep -q '### demo-end' "$OUT/run/results.log" 2>/dev/null; then
 	tail -20 "$OUT/run/console.log" >&2
 	exit 1
 fi
-python3 "$HERE/report.py" "$OUT/run/results.log" "$OUT" | tee "$OUT/report.txt"
+PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" python3 -m demo.report "$OUT/run/results.log" "$OUT" | tee "$OUT/report.txt"
 exit "${PIPESTATUS[0]}"

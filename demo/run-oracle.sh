@@ -56,5 +56,5 @@ if ! grep -q '### oracle-end' "$OUT/run/results.log" 2>/dev/null; then
 	tail -20 "$OUT/run/console.log" >&2
 	exit 1
 fi
-python3 "$HERE/oracle.py" "$OUT/run/results.log" "$OUT" | tee "$OUT/report.txt"
+PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" python3 -m demo.oracle "$OUT/run/results.log" "$OUT" | tee "$OUT/report.txt"
 exit "${PIPESTATUS[0]}"

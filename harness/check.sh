@@ -135,4 +135,4 @@ echo $? >"$LOGS/demo/rc"
 } >"$LOGS/perf.log"
 
 # 5. One summary.
-python3 "$REPO/harness/results.py" "$LOGS"
+PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" python3 -m harness.results "$LOGS"
