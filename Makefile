@@ -65,11 +65,11 @@ PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.
 	$(addprefix tools/testing/selftests/unwind_user/,sframe_unwind_test.c \
 		unwind_user_test.c unwind_user_test.h)
 SERIES_DIR ?= $(KBUILD_DIR)/series
-# sframe_libc_test's LD_AUDIT module (tools/unwind_user/audit) and its cache:
-# the sections sframe-synth makes from the host's libc, ld.so and libm,
-# the same files the guest gets (extra-libs: libm is dlopen'ed, and the
-# module's own libc finds ld.so by its name under /lib/x86_64-linux-gnu).
-SYNTH      := tools/unwind_user/sframe_synth/target/release/sframe-synth
+# sframe_libc_test's LD_AUDIT module (tools/unwind_user/audit) and its cache
+# (harness/stage-audit.sh): the sections sframe-synth makes from the host's
+# libc, ld.so and libm, the same files the guest gets (extra-libs: libm is
+# dlopen'ed, and the module's own libc finds ld.so by its name under
+# /lib/x86_64-linux-gnu).
 SYNTH_LIBS := $(addprefix /lib/x86_64-linux-gnu/,libc.so.6 ld-linux-x86-64.so.2 libm.so.6)
 REPO       := $(CURDIR)
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
@@ -174,10 +174,7 @@ kselftest-vng: apply $(OUT_VNG)/.config producers
 	$(MAKE) -C $(SRC)/tools/testing/selftests O=$(OUT_VNG) TARGETS=unwind_user \
 		INSTALL_PATH=$(KSFT_VNG) install >$(OUT_VNG)/kselftest-install.log 2>&1 || \
 		{ cat $(OUT_VNG)/kselftest-install.log; exit 1; }
-	$(MAKE) -C tools/unwind_user/audit OUTPUT=$(KSFT_VNG)/unwind_user/ \
-		KHDR_INCLUDES="-isystem $(OUT_VNG)/usr/include"
-	cd tools/unwind_user/sframe_synth && cargo build --release
-	$(SYNTH) --cache $(KSFT_VNG)/unwind_user/sframe-cache $(SYNTH_LIBS)
+	harness/stage-audit.sh $(KSFT_VNG)/unwind_user "-isystem $(OUT_VNG)/usr/include" $(SYNTH_LIBS)
 	cd $(PRODUCERS) && for t in *_test; do \
 		cp $$t $(KSFT_VNG)/unwind_user/ && echo "unwind_user:$$t" >>$(KSFT_VNG)/kselftest-list.txt; \
 	done
@@ -258,10 +255,7 @@ selftests: config
 		OUTPUT=$(GUEST)/selftests KHDR_INCLUDES="-isystem $(OUT)/usr/include"
 	$(MAKE) producers
 	cp $(PRODUCERS)/*_test $(GUEST)/selftests/
-	$(MAKE) -C tools/unwind_user/audit OUTPUT=$(GUEST)/selftests/ \
-		KHDR_INCLUDES="-isystem $(OUT)/usr/include"
-	cd tools/unwind_user/sframe_synth && cargo build --release
-	$(SYNTH) --cache $(GUEST)/selftests/sframe-cache $(SYNTH_LIBS)
+	harness/stage-audit.sh $(GUEST)/selftests "-isystem $(OUT)/usr/include" $(SYNTH_LIBS)
 	printf '%s\n' $(SYNTH_LIBS) >$(GUEST)/selftests/extra-libs
 
 # The deep-chain test built by trixie's and sid's binutils and by clang-22

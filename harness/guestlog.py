@@ -7,7 +7,8 @@ Two kinds of lines:
 
   ### TAG NAME begin     a block: the lines up to its end marker are kept
   ...                    as they are; perf script's output and the like
-  ### TAG NAME end       are gzip + base64 (decode() reads them)
+  ### TAG NAME end       are gzip + base64 (harness/guest-lib.sh's
+                         guest_block writes them, decode() reads them)
 
 and every other line, kept in order: summary lines ("### demo-run MODE
 k=v ...", "bench: KEY k=v ..."), notes ("# ..."). A marker may follow a
@@ -15,7 +16,7 @@ line the guest left without its newline (perf's output): it is found
 anywhere in a line, at the end.
 
 Imported as harness.guestlog, with the repository's top directory on the
-module path (python3 -m from there, or PYTHONPATH set to it).
+module path (python3 -m from there; harness/experiment.sh's run_py).
 """
 import base64
 import gzip
