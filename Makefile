@@ -85,6 +85,10 @@ BENCH_ICOUNT ?= 0
 # varied with the host's load by as much; with the clock counting
 # instructions it gets 0 to 3, each part of a run its share of the work.
 DEMO_ICOUNT ?= 0
+# Where make demo puts its outputs (make check: in its logs).
+DEMO_OUT   ?= $(KBUILD_DIR)/demo
+# Where make host-test keeps cargo test's output (make check: in its logs).
+HOST_TEST_LOG ?= $(KBUILD_DIR)/host-test.log
 
 # Debian's rustc-web carries the library source the kernel build needs; the
 # rustup toolchain first in PATH does not.
@@ -106,7 +110,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .DELETE_ON_ERROR:
 
 .PHONY: check demo bench kernel boot series deps source apply config \
-	host-test selftests initramfs clean-build perf fresh-root \
+	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug producers bisect-check kernel-vng vng \
 	vng-deps kselftest-vng oracle corpus kernel-kasan check-kasan
 
@@ -245,8 +249,13 @@ $(CORPUS)/MANIFEST: $(CORPUS_SRCS)
 	UNWIND_USER_TOOLCHAINS=$(KBUILD_DIR)/toolchains $(CORPUS)/generate.sh
 
 host-test: corpus
-	cd rust/sframe && cargo test --release 2>&1 | tee $(KBUILD_DIR)/host-test.log
-	cd tools/unwind_user/sframe_synth && cargo test --release 2>&1 | tee -a $(KBUILD_DIR)/host-test.log
+	cd rust/sframe && cargo test --release 2>&1 | tee $(HOST_TEST_LOG)
+	cd tools/unwind_user/sframe_synth && cargo test --release 2>&1 | tee -a $(HOST_TEST_LOG)
+
+# The kernel's own clippy lints (CLIPPY=1) on the series' Rust: one of make
+# check's lints (harness/check.sh).
+kernel-clippy: config
+	$(KMAKE) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver kernel/unwind_user/ rust/sframe.o
 
 selftests: config
 	$(KMAKE) headers_install INSTALL_HDR_PATH=$(OUT)/usr >/dev/null
@@ -269,16 +278,19 @@ $(PRODUCERS)/MANIFEST: $(PRODUCER_SRCS)
 initramfs: selftests
 	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz
 
+# check.sh runs make host-test, kernel-clippy and demo (the demo at host time,
+# DEMO_SECONDS=3, in its logs) itself.
 check: kernel initramfs series perf corpus
-	@harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
+	@MAKE='$(MAKE)' harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
 
 perf: apply
 	@harness/build-perf.sh $(SRC) $(KBUILD_DIR)/perf
 
-# Its own initramfs (busybox, perf, the workload), its own outputs.
+# Its own initramfs (busybox, perf, the workload), its own outputs (in
+# DEMO_OUT).
 demo: kernel perf
 	@GUEST_ICOUNT=$(DEMO_ICOUNT) demo/run-demo.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
-		$(KBUILD_DIR)/demo $(BOOT_TIMEOUT)
+		$(DEMO_OUT) $(BOOT_TIMEOUT)
 
 # Three unmodified Debian programs, the kernel's unwind of each sample
 # against perf's DWARF unwind of the same sample (demo/run-oracle.sh).
