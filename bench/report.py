@@ -13,6 +13,10 @@ Usage: python3 -m bench.report --results LOG --out DIR --build DIR --accel FILE
 (from the top directory, or with it in PYTHONPATH).
 Exit status 1 if the log lacks a figure or the guest reported an error;
 a missed goal is reported, not an error.
+
+In four steps: parse() reads the log (harness/guestlog.py), measure() makes
+the figures of it, judge() gives each goal its verdict, render() writes the
+table; main() runs them.
 """
 import argparse
 import datetime
@@ -23,6 +27,7 @@ import re
 import statistics
 import subprocess
 import sys
+import types
 
 from demo import perfscript
 from harness import guestlog
@@ -175,19 +180,11 @@ def verdict(ok):
     return 'MET' if ok else 'MISSED'
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--results', required=True)
-    ap.add_argument('--out', required=True)
-    ap.add_argument('--build', required=True)
-    ap.add_argument('--accel', required=True)
-    ap.add_argument('--noalloc', required=True)
-    ap.add_argument('--kernel', default='?')
-    ap.add_argument('--seconds', type=int, default=0)
-    ap.add_argument('--config', default='')
-    a = ap.parse_args()
-
-    recs, texts, notes, profiles = parse(a.results)
+def measure(recs, texts, profiles, build, noalloc_last):
+    """The figures of the log (parse()'s records, perf script texts and
+    kernel profiles), the unstripped programs in @build, and the last line
+    of noalloc.py's report; missing figures and the guest's errors are
+    listed in .problems."""
     problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
     problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
 
@@ -261,7 +258,7 @@ def main():
         if r:
             stepcounts[d] = (r[0]['sframe_frames'] / r[0]['iters'],
                              r[0]['fp_fallbacks'] / r[0]['iters'], r[0]['errors'])
-    sym = symbolizer(os.path.join(a.build, 'unwind_bench'))
+    sym = symbolizer(os.path.join(build, 'unwind_bench'))
     stack = select(recs, 'stack', 'unwind_bench', key='step', depth=shallow, unwinder='sframe')
     shallow_stack = ' < '.join(sym(int(x, 16)) for x in str(stack[0]['ips']).split(',')) \
         if stack else 'n/a'
@@ -299,13 +296,6 @@ def main():
     for lo, hi in ((1000, 10000), (10000, 100000)):
         if sfn(lo) and sfn(hi):
             per10.append((lo, hi, sfn(hi) / sfn(lo), sfn(hi) - sfn(lo)))
-    # At most logarithmic: a binary search does log2(10) = 3.3 more probes
-    # per 10x, so each 10x adds about the same; a linear search would
-    # multiply the cost by ~10 per 10x. Verdict: every 10x multiplies the
-    # per-frame cost by less than 2. (The search in kernel memory and the
-    # rule cache make the growth nearly flat, where the log2 fit's R^2 says
-    # nothing: shown, not judged.)
-    log_ok = len(per10) == 2 and all(r < 2 for _, _, r, _ in per10)
 
     # ---- c. registration.
     R = sorted(select(recs, 'reg'), key=lambda kv: kv['fdes'])
@@ -320,19 +310,7 @@ def main():
     k1000 = sorted((kv for kv in M if kv['k'] == 1000 and kv['fdes'] == 1),
                    key=lambda kv: kv['per_reg'])
     m1000 = {1: k1000[len(k1000) // 2]} if k1000 else {}
-    # The goal: what registration keeps is the FDE table (20 bytes a
-    # function, kvmalloc'ed) and a fixed part: at most 22 bytes a function
-    # (page rounding) plus 8 KiB.
-    mem_ok = None
-    if 1 in m20 and 100000 in m20:
-        mem_ok = all(m20[n]['per_reg'] <= 22 * n + 8192 for n in (1, 100000))
     leak = one('leak')
-    noalloc = open(a.noalloc).read().splitlines() if os.path.exists(a.noalloc) else []
-    noalloc_last = noalloc[-1] if noalloc else 'noalloc: not run'
-    # Unreclaimable kernel memory must not grow over the unwinds (it may
-    # shrink: RCU frees the tables of earlier phases meanwhile).
-    alloc_ok = noalloc_last.startswith('noalloc: ok') and leak and \
-        leak.get('d_sunreclaim_kb', 99) <= 8
 
     # ---- b. perf end to end.
     # Each mode ran in PERF_ROUNDS rounds (older logs: one, without round=);
@@ -356,8 +334,6 @@ def main():
         E[mode] = dict(rs[0], rate=images / seconds, images=images, seconds=seconds,
                        rounds=rs)
         if mode in texts:
-            with open(os.path.join(a.out, f'{mode}.perf-script.txt'), 'w') as f:
-                f.write(texts[mode])
             lost = []
             samples = perfscript.parse(texts[mode], lost)
             st = perfscript.stats(samples)
@@ -395,12 +371,91 @@ def main():
     bytes_ratio = None
     if E.get('sframe', {}).get('bps') and E.get('dwarf', {}).get('bps'):
         bytes_ratio = E['dwarf']['bps'] / E['sframe']['bps']
+    execs = select(recs, 'exec')
+    warm_x = ratio.get(('warm', deep))
+    shallow_x = ratio.get(('warm', shallow))
+    cold_med = ratio.get(('cold_median', deep))
+    miss_x = ratio.get('uncovered')
+
+    # ---- the breakdown: the deep loop's time per frame, shared out by the
+    # categories of the kernel profile's symbols.
+    loops = {kv['unwinder']: kv for kv in select(recs, 'loop')}
+    per_frame, cats, rest, top = {}, {}, None, []
+    if profiles:
+        for u in ('sframe', 'fp'):
+            kv = loops.get(u)
+            per_frame[u] = kv['ns'] / (kv['iters'] * kv['frames']) if kv else None
+        for u, rows in profiles.items():
+            for pct, _, sym_ in rows:
+                c = categorize(sym_)
+                cats.setdefault(c, {}).setdefault(u, 0.0)
+                cats[c][u] += pct
+        dbg = 'lockdep and debug checks'
+        if dbg in cats and per_frame.get('sframe') and per_frame.get('fp'):
+            rest = {u: per_frame[u] * (1 - cats[dbg].get(u, 0.0) / 100) for u in ('sframe', 'fp')}
+        rows = profiles.get('sframe', [])[:15]
+        top = list(zip([pct for pct, _, _ in rows], demangle([t[2] for t in rows])))
+
+    # Time lost per sample against frame pointers alone (section b).
+    us = {m: E.get(m, {}).get('us_per_sample') for m in ('fp', 'sframe', 'nmisf', 'dwarf')}
+    us_x = {m: us[m] / us['fp'] if us[m] and us['fp'] and us['fp'] > 0 else None
+            for m in ('sframe', 'nmisf')}
+
+    return types.SimpleNamespace(
+        problems=problems, guest=guest, cfg=cfg, shallow=shallow, deep=deep, gdepth=gdepth,
+        W=W, C=C, ratio=ratio, marg=marg, med_ratio=med_ratio, ips=ips, cold_check=cold_check,
+        stepcounts=stepcounts, shallow_stack=shallow_stack,
+        warm_x=warm_x, shallow_x=shallow_x, cold_med=cold_med, miss_x=miss_x,
+        G=G, byn=byn, fit=fit, sfn=sfn, per10=per10,
+        R=R, M=M, mem_k=mem_k, m20=m20, k1000=k1000, m1000=m1000, leak=leak,
+        noalloc_last=noalloc_last, E=E, PS=PS, bytes_ratio=bytes_ratio, execs=execs,
+        profiles=profiles, per_frame=per_frame, cats=cats, rest=rest, top=top, us=us, us_x=us_x)
+
+
+def judge(f):
+    """The verdict of each goal (issue 12's targets, production kernel,
+    ratios within this run) on the figures @f: {goal: true if met}."""
+    ok = {
+        'warm': (f.warm_x is not None and f.shallow_x is not None
+                 and max(f.warm_x, f.shallow_x) <= 1.5),
+        'cold': f.cold_med is not None and f.cold_med <= 3,
+        'miss': f.miss_x is not None and f.miss_x <= 1.2,
+        'flat': bool(f.G) and f.G[-1]['sf'] <= 1.2 * f.G[0]['sf'],
+    }
+    # End to end: the time lost per sample at most 1.2x frame pointers
+    # alone's, and below dwarf's.
+    for m in ('sframe', 'nmisf'):
+        r = f.us_x[m]
+        ok[m] = (r is not None and r <= 1.2 and f.us['dwarf'] is not None
+                 and f.us[m] < f.us['dwarf'])
+    E = f.E
     complete_ok = ('main' in E.get('sframe', {}) and 'main' in E.get('dwarf', {})
                    and E['sframe']['main'] >= E['dwarf']['main']
                    and E['sframe']['exact'] >= E['dwarf']['exact'])
-    perf_ok = bool(bytes_ratio and bytes_ratio >= 20 and complete_ok)
+    ok['perf'] = bool(f.bytes_ratio and f.bytes_ratio >= 20 and complete_ok)
+    # What registration keeps is the FDE table (20 bytes a function,
+    # kvmalloc'ed) and a fixed part: at most 22 bytes a function (page
+    # rounding) plus 8 KiB.
+    ok['mem'] = None
+    if 1 in f.m20 and 100000 in f.m20:
+        ok['mem'] = all(f.m20[n]['per_reg'] <= 22 * n + 8192 for n in (1, 100000))
+    # Unreclaimable kernel memory must not grow over the unwinds (it may
+    # shrink: RCU frees the tables of earlier phases meanwhile).
+    ok['alloc'] = f.noalloc_last.startswith('noalloc: ok') and f.leak and \
+        f.leak.get('d_sunreclaim_kb', 99) <= 8
+    # At most logarithmic: a binary search does log2(10) = 3.3 more probes
+    # per 10x, so each 10x adds about the same; a linear search would
+    # multiply the cost by ~10 per 10x. Verdict: every 10x multiplies the
+    # per-frame cost by less than 2. (The search in kernel memory and the
+    # rule cache make the growth nearly flat, where the log2 fit's R^2 says
+    # nothing: shown, not judged.)
+    ok['log'] = len(f.per10) == 2 and all(r < 2 for _, _, r, _ in f.per10)
+    return ok
 
-    # ---- the table.
+
+def environment(a):
+    """What the table says of the run besides the figures: date, kernel,
+    its configuration, the host, the emulation, the run time."""
     accel = open(a.accel).read().strip() if os.path.exists(a.accel) else '?'
     cpu = '?'
     try:
@@ -415,22 +470,38 @@ def main():
         opt = ('size (CC_OPTIMIZE_FOR_SIZE: -Os, Rust opt-level s)'
                if 'CONFIG_CC_OPTIMIZE_FOR_SIZE=y' in conf else
                'speed (CC_OPTIMIZE_FOR_PERFORMANCE: -O2, Rust opt-level 2)')
-    warm_x = ratio.get(('warm', deep))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    return dict(date=now, kernel=a.kernel, seconds=a.seconds, config=a.config, accel=accel,
+                cpu=cpu, debug=debug, opt=opt)
+
+
+def render(f, ok, env):
+    """results.md: the figures @f, the verdicts @ok (judge()), the run's
+    @env (environment())."""
+    cfg, guest, shallow, deep, gdepth = f.cfg, f.guest, f.shallow, f.deep, f.gdepth
+    W, C, ratio, marg, med_ratio = f.W, f.C, f.ratio, f.marg, f.med_ratio
+    ips, cold_check, stepcounts, shallow_stack = f.ips, f.cold_check, f.stepcounts, f.shallow_stack
+    warm_x, shallow_x, cold_med, miss_x = f.warm_x, f.shallow_x, f.cold_med, f.miss_x
+    G, byn, fit, per10 = f.G, f.byn, f.fit, f.per10
+    R, M, mem_k, m20, k1000, m1000, leak = f.R, f.M, f.mem_k, f.m20, f.k1000, f.m1000, f.leak
+    E, PS, bytes_ratio, execs, noalloc_last = f.E, f.PS, f.bytes_ratio, f.execs, f.noalloc_last
+    profiles, per_frame, cats, rest, top = f.profiles, f.per_frame, f.cats, f.rest, f.top
+    us, us_x, problems = f.us, f.us_x, f.problems
+    accel = env['accel']
     L = []
     o = L.append
-    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
     o('# `make bench` results')
     o('')
     o('| | |')
     o('|---|---|')
-    o(f'| date | {now} |')
-    o(f'| kernel | {a.kernel} (guest `uname -r`: {guest.get("kernel", "?")}) |')
-    o(f'| debug options on | {", ".join(debug) if debug else "none found" if a.config else "not checked"} |')
-    o(f'| optimized for | {opt} |')
-    o(f'| machine | host: {os.cpu_count()} CPUs, {cpu}, {platform.system()} {platform.release()}; '
+    o(f'| date | {env["date"]} |')
+    o(f'| kernel | {env["kernel"]} (guest `uname -r`: {guest.get("kernel", "?")}) |')
+    o(f'| debug options on | {", ".join(env["debug"]) if env["debug"] else "none found" if env["config"] else "not checked"} |')
+    o(f'| optimized for | {env["opt"]} |')
+    o(f'| machine | host: {os.cpu_count()} CPUs, {env["cpu"]}, {platform.system()} {platform.release()}; '
       f'guest: {guest.get("nproc", "?")} vCPUs, {str(guest.get("cpu", "?")).replace("_", " ")}, 2 GiB |')
     o(f'| emulation | **{accel}** (from run-guest.sh) |')
-    o(f'| run time | {a.seconds} s (build, boot, measurements) |')
+    o(f'| run time | {env["seconds"]} s (build, boot, measurements) |')
     o('')
     if accel == 'tcg-icount':
         o('**The guest ran under TCG with `-icount`: its clock counts the instructions the '
@@ -608,7 +679,7 @@ def main():
     o('')
     o('| binary | FDEs | .sframe bytes | exec with | exec without | difference | per MiB of section |')
     o('|---|---:|---:|---:|---:|---:|---:|')
-    for e in select(recs, 'exec'):
+    for e in execs:
         name = str(e['binary']).rsplit('/', 1)[-1]
         g = next((g for g in G if g['binary'] == name), {})
         d = e['sframe_median_ns'] - e['nosframe_median_ns']
@@ -620,7 +691,6 @@ def main():
 
     o('## Breakdown of the SFrame step')
     o('')
-    loops = {kv['unwinder']: kv for kv in select(recs, 'loop')}
     fp_deep = W['step', deep, 'fp'][0]
     o(f'Per frame, warm (fastest round), deep stack: frame pointers {fmt(fp_deep, 0)} ns; SFrame on a frame no '
       f'section covers (registry miss, remembered in the rule cache, then the frame-pointer rule) '
@@ -639,16 +709,6 @@ def main():
           'self time by symbol, symbols under 0.3% left out; ns per frame = share of samples x '
           'the measured time per frame):')
         o('')
-        per_frame = {}
-        for u in ('sframe', 'fp'):
-            kv = loops.get(u)
-            per_frame[u] = kv['ns'] / (kv['iters'] * kv['frames']) if kv else None
-        cats = {}
-        for u, rows in profiles.items():
-            for pct, _, sym_ in rows:
-                c = categorize(sym_)
-                cats.setdefault(c, {}).setdefault(u, 0.0)
-                cats[c][u] += pct
         o('| where | sframe: share | ns/frame | fp: share | ns/frame |')
         o('|---|---:|---:|---:|---:|')
         for c in [n for n, _ in CATEGORIES] + ['other (syscall, timer, perf, user space)']:
@@ -662,9 +722,7 @@ def main():
             o(f'| {c} | ' + ' | '.join(cells) + ' |')
         o(f'| total measured | | {fmt(per_frame.get("sframe"), 0)} | | {fmt(per_frame.get("fp"), 0)} |')
         o('')
-        dbg = 'lockdep and debug checks'
-        if dbg in cats and per_frame.get('sframe') and per_frame.get('fp'):
-            rest = {u: per_frame[u] * (1 - cats[dbg].get(u, 0.0) / 100) for u in ('sframe', 'fp')}
+        if rest:
             o(f'Without the time in lockdep and the debug checks (an estimate from the profile, '
               f'not a measurement of a production kernel): SFrame {fmt(rest["sframe"], 0)} ns, '
               f'frame pointers {fmt(rest["fp"], 0)} ns per frame, ratio '
@@ -681,10 +739,8 @@ def main():
           f'{fmt(fit["icpt"] if fit else None, 0)} ns + {fmt(fit["slope"] if fit else None, 0)} '
           f'ns per doubling of the FDEs.')
         o('')
-        top = profiles.get('sframe', [])[:15]
-        names = demangle([t[2] for t in top])
         o('Top symbols under the SFrame unwinder: ' + '; '.join(
-            f'{n} {pct:.1f}%' for (pct, _, _), n in zip(top, names)) + '.')
+            f'{n} {pct:.1f}%' for pct, n in top) + '.')
         o('')
 
     o('## Goals')
@@ -692,30 +748,25 @@ def main():
     o('| goal | measured | verdict |')
     o('|---|---|---|')
     # Issue 12's targets, production kernel, ratios within this run.
-    shallow_x = ratio.get(('warm', shallow))
     o(f'| warm SFrame step <= 1.5x the frame-pointer step, deep and shallow | deep {fmt(warm_x)}x, '
-      f'shallow {fmt(shallow_x)}x | **{verdict(warm_x is not None and shallow_x is not None and max(warm_x, shallow_x) <= 1.5)}** |')
-    cold_med = ratio.get(('cold_median', deep))
+      f'shallow {fmt(shallow_x)}x | **{verdict(ok["warm"])}** |')
     o(f'| cold SFrame step <= 3x (median of the deep stack; the mean is noisier) | {fmt(cold_med)}x '
       f'(shallow median {fmt(ratio.get(("cold_median", shallow)))}x) '
-      f'| **{verdict(cold_med is not None and cold_med <= 3)}** |')
-    miss_x = ratio.get('uncovered')
+      f'| **{verdict(ok["cold"])}** |')
     o(f'| miss path (no section covers the frame) <= 1.2x | {fmt(miss_x)}x '
-      f'| **{verdict(miss_x is not None and miss_x <= 1.2)}** |')
+      f'| **{verdict(ok["miss"])}** |')
     if G:
         o(f'| flat in the number of FDEs ({G[0]["fdes"]} to {G[-1]["fdes"]}) | '
           + ', '.join(f'{g["fdes"]}: {fmt(g["sf"], 0)} ns' for g in G)
           + f' ({fmt(G[-1]["sf"] / G[0]["sf"])}x from first to last) '
-          f'| **{verdict(G[-1]["sf"] <= 1.2 * G[0]["sf"])}** |')
-    us = {m: E.get(m, {}).get('us_per_sample') for m in ('fp', 'sframe', 'nmisf', 'dwarf')}
+          f'| **{verdict(ok["flat"])}** |')
     for m, what in (('sframe', 'deferred SFrame (`fp,defer`)'),
                     ('nmisf', 'sample-time SFrame (plain `fp`)')):
-        r = us[m] / us['fp'] if us[m] and us['fp'] and us['fp'] > 0 else None
-        ok = r is not None and r <= 1.2 and us['dwarf'] is not None and us[m] < us['dwarf']
+        r = us_x[m]
         o(f'| end to end (section b): time lost per sample, '
           f'{what} <= 1.2x frame pointers alone, well below dwarf | '
           f'{fmt(us[m], 1)} us against {fmt(us["fp"], 1)} us ({fmt(r)}x); dwarf {fmt(us["dwarf"], 1)} us '
-          f'| **{verdict(ok)}** |')
+          f'| **{verdict(ok[m])}** |')
     fpb, fpbd = E.get('fpb', {}).get('us_per_sample'), E.get('fpbdefer', {}).get('us_per_sample')
     if fpb and fpbd:
         o(f'| (no target) what deferral itself costs: fp build, time lost per sample with '
@@ -725,7 +776,7 @@ def main():
     o(f'| perf.data per sample >= 20x smaller than dwarf, stacks at least as complete | '
       f'{fmt(bytes_ratio, 1)}x smaller; reach main {fmt(sf.get("main"), 1)}% vs '
       f'{fmt(dw.get("main"), 1)}%, exact {fmt(sf.get("exact"), 1)}% vs {fmt(dw.get("exact"), 1)}% '
-      f'| **{verdict(perf_ok)}**' + ('' if perf_ok or not bytes_ratio or bytes_ratio < 20 else
+      f'| **{verdict(ok["perf"])}**' + ('' if ok["perf"] or not bytes_ratio or bytes_ratio < 20 else
                                      ' (size met, completeness not)') + ' |')
     if 1 in m20 and 100000 in m20:
         o(f'| kernel memory per registration: the FDE table (20 B a function) and a fixed part, '
@@ -736,14 +787,14 @@ def main():
           + (f'; {fmt(m1000[1]["per_reg"], 0)} B each for 1000 registrations (median of '
              f'{len(k1000)} runs: ' + ', '.join(fmt(kv['per_reg'], 0) for kv in k1000) + ')'
              if 1 in m1000 else '')
-          + f' | **{verdict(mem_ok)}** |')
+          + f' | **{verdict(ok["mem"])}** |')
     o(f'| no allocation in the unwind path | static: {noalloc_last.replace("noalloc: ", "")} '
       f'(noalloc.py over vmlinux); runtime: SUnreclaim {leak.get("d_sunreclaim_kb", "?")} kB '
-      f'after {leak.get("unwinds", "?")} deep unwinds | **{verdict(alloc_ok)}** |')
+      f'after {leak.get("unwinds", "?")} deep unwinds | **{verdict(ok["alloc"])}** |')
     o(f'| lookup grows at most logarithmically with the number of functions | '
       + ', '.join(f'x{fmt(r)} per 10x ({lo}->{hi}, +{fmt(dlt, 0)} ns)' for lo, hi, r, dlt in per10)
       + (f'; a + b log2(FDEs) fits with R^2 {fmt(fit["r2"], 3)}' if fit else '')
-      + f' | **{verdict(log_ok)}** |')
+      + f' | **{verdict(ok["log"])}** |')
     o('')
     if problems:
         o('## Problems')
@@ -752,19 +803,41 @@ def main():
             o(f'- {p}')
         o('')
 
-    text = '\n'.join(L) + '\n'
-    with open(os.path.join(a.out, 'results.md'), 'w') as f:
-        f.write(text)
+    return '\n'.join(L) + '\n'
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--results', required=True)
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--build', required=True)
+    ap.add_argument('--accel', required=True)
+    ap.add_argument('--noalloc', required=True)
+    ap.add_argument('--kernel', default='?')
+    ap.add_argument('--seconds', type=int, default=0)
+    ap.add_argument('--config', default='')
+    a = ap.parse_args()
+
+    recs, texts, _, profiles = parse(a.results)
+    noalloc = open(a.noalloc).read().splitlines() if os.path.exists(a.noalloc) else []
+    f = measure(recs, texts, profiles, a.build, noalloc[-1] if noalloc else 'noalloc: not run')
+    for mode in f.E:
+        if mode in texts:
+            with open(os.path.join(a.out, f'{mode}.perf-script.txt'), 'w') as out:
+                out.write(texts[mode])
+    text = render(f, judge(f), environment(a))
+    with open(os.path.join(a.out, 'results.md'), 'w') as out:
+        out.write(text)
     print(text)
     print(f'bench: results in {os.path.join(a.out, "results.md")}')
 
     def lk(n):
-        v = sfn(n)
+        v = f.sfn(n)
         return f'{v:.0f}' if v else 'n/a'
-    print(f'bench: sframe_fp_step_ratio warm={fmt(warm_x)} cold={fmt(ratio.get(("cold_median", deep)))}')
-    print(f'bench: dwarf_sframe_bytes_ratio={fmt(bytes_ratio, 1)}')
+    print(f'bench: sframe_fp_step_ratio warm={fmt(f.warm_x)} cold={fmt(f.cold_med)}')
+    print(f'bench: dwarf_sframe_bytes_ratio={fmt(f.bytes_ratio, 1)}')
     print(f'bench: lookup_ns fdes_1k={lk(1000)} fdes_10k={lk(10000)} fdes_100k={lk(100000)}')
-    return 1 if problems else 0
+    return 1 if f.problems else 0
 
 
 if __name__ == '__main__':
