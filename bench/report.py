@@ -16,7 +16,7 @@ a missed goal is reported, not an error.
 
 In four steps: parse() reads the log (harness/guestlog.py), measure() makes
 the figures of it, judge() gives each goal its verdict, render() writes the
-table; main() runs them.
+table, one render_SECTION() a section; main() runs them.
 """
 import argparse
 import datetime
@@ -475,21 +475,10 @@ def environment(a):
                 cpu=cpu, debug=debug, opt=opt)
 
 
-def render(f, ok, env):
-    """results.md: the figures @f, the verdicts @ok (judge()), the run's
-    @env (environment())."""
-    cfg, guest, shallow, deep, gdepth = f.cfg, f.guest, f.shallow, f.deep, f.gdepth
-    W, C, ratio, marg, med_ratio = f.W, f.C, f.ratio, f.marg, f.med_ratio
-    ips, cold_check, stepcounts, shallow_stack = f.ips, f.cold_check, f.stepcounts, f.shallow_stack
-    warm_x, shallow_x, cold_med, miss_x = f.warm_x, f.shallow_x, f.cold_med, f.miss_x
-    G, byn, fit, per10 = f.G, f.byn, f.fit, f.per10
-    R, M, mem_k, m20, k1000, m1000, leak = f.R, f.M, f.mem_k, f.m20, f.k1000, f.m1000, f.leak
-    E, PS, bytes_ratio, execs, noalloc_last = f.E, f.PS, f.bytes_ratio, f.execs, f.noalloc_last
-    profiles, per_frame, cats, rest, top = f.profiles, f.per_frame, f.cats, f.rest, f.top
-    us, us_x, problems = f.us, f.us_x, f.problems
+def render_header(f, ok, env, o):
+    """The table's head: the run, the kernel, the machine, the emulation."""
     accel = env['accel']
-    L = []
-    o = L.append
+    guest = f.guest
     o('# `make bench` results')
     o('')
     o('| | |')
@@ -515,6 +504,12 @@ def render(f, ok, env):
           'read the ratios, which compare unwinders within this one run, not the ns.**')
         o('')
 
+
+def render_step(f, ok, env, o):
+    """a. The unwind step, warm and cold, SFrame against frame pointers."""
+    C, W, cfg, cold_check, deep = f.C, f.W, f.cfg, f.cold_check, f.deep
+    ips, marg, med_ratio, ratio, shallow = f.ips, f.marg, f.med_ratio, f.ratio, f.shallow
+    shallow_stack, stepcounts = f.shallow_stack, f.stepcounts
     o('## a. Unwind step per frame, SFrame against frame pointers (same stacks)')
     o('')
     o('`unwind_bench`: static, `-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer '
@@ -563,6 +558,10 @@ def render(f, ok, env):
           f'section) took {fmt(cold_check[deep].get("reregister_us"), 0)} us on average.')
     o('')
 
+
+def render_perf(f, ok, env, o):
+    """b. End to end with perf."""
+    E, PS, bytes_ratio, cfg = f.E, f.PS, f.bytes_ratio, f.cfg
     o('## b. End to end: perf record -F %s on the demo workload' % cfg.get('perf_freq', '?'))
     o('')
     o(f'`demo/imgdemo {cfg.get("perf_seconds", "?")}` (built without frame pointers, SFrame V1, '
@@ -611,6 +610,10 @@ def render(f, ok, env):
       'of it); DWARF unwinds them from their .eh_frame.')
     o('')
 
+
+def render_registration(f, ok, env, o):
+    """c. Registration: time and kernel memory."""
+    M, R, mem_k = f.M, f.R, f.mem_k
     o('## c. Registration (prctl UNWIND_USER_SFRAME_REGISTER)')
     o('')
     o('Synthetic V2 sections (tools/testing/selftests/unwind_user/sframe_gen.c): N functions of '
@@ -646,6 +649,10 @@ def render(f, ok, env):
       'memory.')
     o('')
 
+
+def render_growth(f, ok, env, o):
+    """d. Growth: the lookup against the number of functions."""
+    G, cfg, fit, gdepth, per10 = f.G, f.cfg, f.fit, f.gdepth, f.per10
     o('## d. Growth: SFrame lookup against the number of functions')
     o('')
     o(f'`growth_N` (bench/gen_funcs.py): N generated functions plus the driver\'s, same flags; '
@@ -670,6 +677,10 @@ def render(f, ok, env):
           f'user copy), and {fmt(fit["icpt"], 0)} ns for the rest of the SFrame step.')
     o('')
 
+
+def render_exec(f, ok, env, o):
+    """e. What exec pays for a section."""
+    G, execs = f.G, f.execs
     o('## e. What exec pays for a section')
     o('')
     o('fork + execve + exit of a growth program (it exits at once) with its section, which '
@@ -689,6 +700,12 @@ def render(f, ok, env):
           f'{fmt(d / 1000, 0)} us | {fmt(d / 1000 / mib if mib else None, 0)} us |')
     o('')
 
+
+def render_breakdown(f, ok, env, o):
+    """Where the SFrame step's time goes (the kernel profile)."""
+    G, W, byn, cats, cfg = f.G, f.W, f.byn, f.cats, f.cfg
+    deep, fit, per_frame, profiles, rest = f.deep, f.fit, f.per_frame, f.profiles, f.rest
+    top = f.top
     o('## Breakdown of the SFrame step')
     o('')
     fp_deep = W['step', deep, 'fp'][0]
@@ -743,6 +760,13 @@ def render(f, ok, env):
             f'{n} {pct:.1f}%' for pct, n in top) + '.')
         o('')
 
+
+def render_goals(f, ok, env, o):
+    """The goals and their verdicts, then the problems found."""
+    E, G, bytes_ratio, cold_med, fit = f.E, f.G, f.bytes_ratio, f.cold_med, f.fit
+    k1000, leak, m1000, m20, miss_x = f.k1000, f.leak, f.m1000, f.m20, f.miss_x
+    noalloc_last, per10, problems, ratio, shallow = f.noalloc_last, f.per10, f.problems, f.ratio, f.shallow
+    shallow_x, us, us_x, warm_x = f.shallow_x, f.us, f.us_x, f.warm_x
     o('## Goals')
     o('')
     o('| goal | measured | verdict |')
@@ -803,6 +827,14 @@ def render(f, ok, env):
             o(f'- {p}')
         o('')
 
+
+def render(f, ok, env):
+    """results.md: the figures @f (measure()), the verdicts @ok (judge()),
+    the run's @env (environment())."""
+    L = []
+    for section in (render_header, render_step, render_perf, render_registration,
+                    render_growth, render_exec, render_breakdown, render_goals):
+        section(f, ok, env, L.append)
     return '\n'.join(L) + '\n'
 
 
