@@ -87,7 +87,7 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 	lint "cargo clippy rust/sframe" sh -c \
 		"cd '$REPO/rust/sframe' && cargo clippy --all-targets -q -- -D warnings"
 	lint "kernel clippy (CLIPPY=1) kernel/unwind_user rust/sframe.o" sh -c \
-		"$MAKE -s -C '$REPO' kernel-clippy 2>&1 | tee /dev/stderr | \
+		"$MAKE -C '$REPO' kernel-clippy 2>&1 | tee /dev/stderr | \
 		{ ! grep -q '^warning\\|^error'; }"
 } >"$LOGS/lint.log" 2>&1
 
