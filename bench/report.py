@@ -180,53 +180,83 @@ def verdict(ok):
     return 'MET' if ok else 'MISSED'
 
 
+class Records:
+    """parse()'s records and the lookups measure() makes of them; what is
+    missing, and what the guest reported as an error or a warning, goes
+    to .problems."""
+
+    def __init__(self, recs):
+        self.recs = recs
+        self.problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
+        self.problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
+        # The median of each warm measurement's rounds, per frame.
+        self.med = {}
+
+    def one(self, key, binary=None, **match):
+        """The last record that matches (a problem if none does)."""
+        r = select(self.recs, key, binary, **match)
+        if not r:
+            self.problems.append(f'missing: {key} {binary or ""} {match}')
+            return {}
+        return r[-1]
+
+    def warm(self, binary, key, depth, unwinder):
+        """A warm step: (ns per frame, ns per unwind, frames), per frame and
+        per unwind the fastest of the interleaved rounds: the host is
+        shared, and what it does meanwhile only ever adds time (bursts of
+        several times the cost were seen); the median is kept for
+        comparison (med_ratio())."""
+        r = select(self.recs, key, binary, depth=depth, unwinder=unwinder)
+        if not r:
+            self.problems.append(f'missing: {key} {binary} depth={depth} {unwinder}')
+            return None, None, None
+        per_frame = [x['ns'] / (x['iters'] * x['frames']) for x in r]
+        per_unwind = [x['ns'] / x['iters'] for x in r]
+        self.med[binary, key, depth, unwinder] = statistics.median(per_frame)
+        return min(per_frame), min(per_unwind), r[0]['frames']
+
+    def med_ratio(self, binary, key, depth):
+        """SFrame over frame pointers, of the medians of warm()."""
+        s, f = self.med.get((binary, key, depth, 'sframe')), self.med.get((binary, key, depth, 'fp'))
+        return s / f if s and f else None
+
+
 def measure(recs, texts, profiles, build, noalloc_last):
     """The figures of the log (parse()'s records, perf script texts and
     kernel profiles), the unstripped programs in @build, and the last line
     of noalloc.py's report; missing figures and the guest's errors are
-    listed in .problems."""
-    problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
-    problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
+    listed in .problems. One measure_SECTION() a section, in the order
+    the problems are listed."""
+    rec = Records(recs)
+    guest = rec.one('guest')
+    cfg = rec.one('config')
+    fig = types.SimpleNamespace(
+        problems=rec.problems, med_ratio=rec.med_ratio, guest=guest, cfg=cfg,
+        shallow=cfg.get('shallow', 4), deep=cfg.get('deep', 200),
+        gdepth=cfg.get('growth_depth', 100), noalloc_last=noalloc_last, profiles=profiles,
+        execs=select(recs, 'exec'))
+    measure_step(rec, fig, build)
+    measure_growth(rec, fig)
+    measure_registration(rec, fig)
+    measure_perf(rec, fig, texts)
+    measure_breakdown(rec, fig, profiles)
+    fig.warm_x = fig.ratio.get(('warm', fig.deep))
+    fig.shallow_x = fig.ratio.get(('warm', fig.shallow))
+    fig.cold_med = fig.ratio.get(('cold_median', fig.deep))
+    fig.miss_x = fig.ratio.get('uncovered')
+    return fig
 
-    def one(key, binary=None, **match):
-        r = select(recs, key, binary, **match)
-        if not r:
-            problems.append(f'missing: {key} {binary or ""} {match}')
-            return {}
-        return r[-1]
 
-    guest = one('guest')
-    cfg = one('config')
-    shallow, deep = cfg.get('shallow', 4), cfg.get('deep', 200)
-    gdepth = cfg.get('growth_depth', 100)
-
-    # ---- a. the step: warm, per frame, the fastest of the interleaved
-    # rounds: the host is shared, and what it does meanwhile only ever adds
-    # time (bursts of several times the cost were seen); the median is kept
-    # for comparison.
-    MED = {}
-
-    def warm(binary, key, depth, unwinder):
-        r = select(recs, key, binary, depth=depth, unwinder=unwinder)
-        if not r:
-            problems.append(f'missing: {key} {binary} depth={depth} {unwinder}')
-            return None, None, None
-        per_frame = [x['ns'] / (x['iters'] * x['frames']) for x in r]
-        per_unwind = [x['ns'] / x['iters'] for x in r]
-        MED[binary, key, depth, unwinder] = statistics.median(per_frame)
-        return min(per_frame), min(per_unwind), r[0]['frames']
-
-    def med_ratio(binary, key, depth):
-        s, f = MED.get((binary, key, depth, 'sframe')), MED.get((binary, key, depth, 'fp'))
-        return s / f if s and f else None
-
+def measure_step(rec, fig, build):
+    """a. The step, warm and cold, SFrame against frame pointers; the stack as returned."""
+    shallow, deep = fig.shallow, fig.deep
     W = {}
     for key in ('step', 'uncovered'):
         for d in (shallow, deep):
             for u in ('sframe', 'fp'):
                 if key == 'uncovered' and d != deep:
                     continue
-                W[key, d, u] = warm('unwind_bench', key, d, u)
+                W[key, d, u] = rec.warm('unwind_bench', key, d, u)
     ratio = {}
     for d in (shallow, deep):
         s, f = W['step', d, 'sframe'][0], W['step', d, 'fp'][0]
@@ -244,38 +274,44 @@ def measure(recs, texts, profiles, build, noalloc_last):
     C = {}
     for d in (shallow, deep):
         for u in ('sframe', 'fp'):
-            r = one('cold', depth=d, unwinder=u)
+            r = rec.one('cold', depth=d, unwinder=u)
             C[d, u] = r
         s, f = C[d, 'sframe'], C[d, 'fp']
         if s and f:
             ratio['cold', d] = (s['mean_ns'] / s['frames']) / (f['mean_ns'] / f['frames'])
             ratio['cold_median', d] = (s['median_ns'] / s['frames']) / (f['median_ns'] / f['frames'])
-    ips = {(kv['key'], kv['depth']): kv for kv in select(recs, 'ips', 'unwind_bench')}
-    cold_check = {kv['depth']: kv for kv in select(recs, 'cold_check')}
+    ips = {(kv['key'], kv['depth']): kv for kv in select(rec.recs, 'ips', 'unwind_bench')}
+    cold_check = {kv['depth']: kv for kv in select(rec.recs, 'cold_check')}
     stepcounts = {}
     for d in (shallow, deep):
-        r = select(recs, 'step', 'unwind_bench', depth=d, unwinder='sframe')
+        r = select(rec.recs, 'step', 'unwind_bench', depth=d, unwinder='sframe')
         if r:
             stepcounts[d] = (r[0]['sframe_frames'] / r[0]['iters'],
                              r[0]['fp_fallbacks'] / r[0]['iters'], r[0]['errors'])
     sym = symbolizer(os.path.join(build, 'unwind_bench'))
-    stack = select(recs, 'stack', 'unwind_bench', key='step', depth=shallow, unwinder='sframe')
+    stack = select(rec.recs, 'stack', 'unwind_bench', key='step', depth=shallow, unwinder='sframe')
     shallow_stack = ' < '.join(sym(int(x, 16)) for x in str(stack[0]['ips']).split(',')) \
         if stack else 'n/a'
+    vars(fig).update(W=W, ratio=ratio, marg=marg, C=C, ips=ips, cold_check=cold_check,
+                     stepcounts=stepcounts, shallow_stack=shallow_stack)
 
+
+def measure_growth(rec, fig):
+    """d. Growth: the warm step against the number of functions, its fit to log2."""
+    gdepth = fig.gdepth
     # ---- d. growth.
     G = []
     sizes = []
-    for k, kv, b in recs:
+    for k, kv, b in rec.recs:
         if k == 'info' and b.startswith('growth_'):
             sizes.append((int(b.split('_')[1]), b, kv))
     for n, b, info in sizes:
-        s = warm(b, 'step', gdepth, 'sframe')
-        f = warm(b, 'step', gdepth, 'fp')
-        m = select(recs, 'ips', b, depth=gdepth)
+        s = rec.warm(b, 'step', gdepth, 'sframe')
+        f = rec.warm(b, 'step', gdepth, 'fp')
+        m = select(rec.recs, 'ips', b, depth=gdepth)
         G.append(dict(n=n, binary=b, fdes=info.get('fdes'), sframe_bytes=info.get('sframe_bytes'),
-                      sf=s[0], fp=f[0], frames=s[2], sf_med=MED.get((b, 'step', gdepth, 'sframe')),
-                      fp_med=MED.get((b, 'step', gdepth, 'fp')),
+                      sf=s[0], fp=f[0], frames=s[2], sf_med=rec.med.get((b, 'step', gdepth, 'sframe')),
+                      fp_med=rec.med.get((b, 'step', gdepth, 'fp')),
                       match=m[0]['match'] if m else None))
     byn = {g['n']: g for g in G}
     fit = None
@@ -296,10 +332,15 @@ def measure(recs, texts, profiles, build, noalloc_last):
     for lo, hi in ((1000, 10000), (10000, 100000)):
         if sfn(lo) and sfn(hi):
             per10.append((lo, hi, sfn(hi) / sfn(lo), sfn(hi) - sfn(lo)))
+    vars(fig).update(G=G, byn=byn, fit=fit, sfn=sfn, per10=per10)
 
+
+def measure_registration(rec, fig):
+    """c. Registration: time, and kernel memory per section; the leak run."""
+    cfg = fig.cfg
     # ---- c. registration.
-    R = sorted(select(recs, 'reg'), key=lambda kv: kv['fdes'])
-    M = select(recs, 'mem')
+    R = sorted(select(rec.recs, 'reg'), key=lambda kv: kv['fdes'])
+    M = select(rec.recs, 'mem')
     for kv in M:
         kv['per_reg'] = kv['d_sunreclaim_kb'] * 1024 / kv['k']
         kv['per_reg_memfree'] = kv['d_memfree_kb'] * 1024 / kv['k']
@@ -310,24 +351,28 @@ def measure(recs, texts, profiles, build, noalloc_last):
     k1000 = sorted((kv for kv in M if kv['k'] == 1000 and kv['fdes'] == 1),
                    key=lambda kv: kv['per_reg'])
     m1000 = {1: k1000[len(k1000) // 2]} if k1000 else {}
-    leak = one('leak')
+    leak = rec.one('leak')
+    vars(fig).update(R=R, M=M, mem_k=mem_k, m20=m20, k1000=k1000, m1000=m1000, leak=leak)
 
+
+def measure_perf(rec, fig, texts):
+    """b. End to end with perf: rates, samples, completeness, time lost per sample."""
     # ---- b. perf end to end.
     # Each mode ran in PERF_ROUNDS rounds (older logs: one, without round=);
     # the first round's perf script output gives the stacks, the others'
     # sample counts come from perf_samples lines.
     runs = {}
-    for kv in select(recs, 'perf'):
+    for kv in select(rec.recs, 'perf'):
         if 'mode' in kv and 'images' in kv:
             runs.setdefault(kv['mode'], []).append(kv)
-    counts = {(kv['mode'], kv['round']): kv['samples'] for kv in select(recs, 'perf_samples')}
-    PS = {kv['mode']: kv for kv in select(recs, 'perf_script')}
+    counts = {(kv['mode'], kv['round']): kv['samples'] for kv in select(rec.recs, 'perf_samples')}
+    PS = {kv['mode']: kv for kv in select(rec.recs, 'perf_script')}
     E = {}
     for mode in PERF_MODES:
         rs = runs.get(mode)
         if not rs:
             if mode not in ('none2', 'fpb', 'fpbdefer'):
-                problems.append(f'missing: perf run {mode}')
+                rec.problems.append(f'missing: perf run {mode}')
             continue
         images = sum(kv['images'] for kv in rs)
         seconds = sum(kv['seconds'] for kv in rs)
@@ -354,7 +399,7 @@ def measure(recs, texts, profiles, build, noalloc_last):
                            depth=st['depth_sum'] / n if n else 0,
                            rate_hz=n / first['seconds'] if first['seconds'] else 0)
         elif not mode.startswith('none'):
-            problems.append(f'missing: perf script output {mode}')
+            rec.problems.append(f'missing: perf script output {mode}')
     base = [kv['images'] / kv['seconds'] for m in ('none', 'none2') for kv in runs.get(m, [])]
     base_rate = sum(base) / len(base) if base else None
     for m in E:
@@ -371,15 +416,19 @@ def measure(recs, texts, profiles, build, noalloc_last):
     bytes_ratio = None
     if E.get('sframe', {}).get('bps') and E.get('dwarf', {}).get('bps'):
         bytes_ratio = E['dwarf']['bps'] / E['sframe']['bps']
-    execs = select(recs, 'exec')
-    warm_x = ratio.get(('warm', deep))
-    shallow_x = ratio.get(('warm', shallow))
-    cold_med = ratio.get(('cold_median', deep))
-    miss_x = ratio.get('uncovered')
 
+    # Time lost per sample against frame pointers alone (section b).
+    us = {m: E.get(m, {}).get('us_per_sample') for m in ('fp', 'sframe', 'nmisf', 'dwarf')}
+    us_x = {m: us[m] / us['fp'] if us[m] and us['fp'] and us['fp'] > 0 else None
+            for m in ('sframe', 'nmisf')}
+    vars(fig).update(E=E, PS=PS, bytes_ratio=bytes_ratio, us=us, us_x=us_x)
+
+
+def measure_breakdown(rec, fig, profiles):
+    """Where the deep loop's time per frame goes, by the kernel profile's categories."""
     # ---- the breakdown: the deep loop's time per frame, shared out by the
     # categories of the kernel profile's symbols.
-    loops = {kv['unwinder']: kv for kv in select(recs, 'loop')}
+    loops = {kv['unwinder']: kv for kv in select(rec.recs, 'loop')}
     per_frame, cats, rest, top = {}, {}, None, []
     if profiles:
         for u in ('sframe', 'fp'):
@@ -395,61 +444,47 @@ def measure(recs, texts, profiles, build, noalloc_last):
             rest = {u: per_frame[u] * (1 - cats[dbg].get(u, 0.0) / 100) for u in ('sframe', 'fp')}
         rows = profiles.get('sframe', [])[:15]
         top = list(zip([pct for pct, _, _ in rows], demangle([t[2] for t in rows])))
-
-    # Time lost per sample against frame pointers alone (section b).
-    us = {m: E.get(m, {}).get('us_per_sample') for m in ('fp', 'sframe', 'nmisf', 'dwarf')}
-    us_x = {m: us[m] / us['fp'] if us[m] and us['fp'] and us['fp'] > 0 else None
-            for m in ('sframe', 'nmisf')}
-
-    return types.SimpleNamespace(
-        problems=problems, guest=guest, cfg=cfg, shallow=shallow, deep=deep, gdepth=gdepth,
-        W=W, C=C, ratio=ratio, marg=marg, med_ratio=med_ratio, ips=ips, cold_check=cold_check,
-        stepcounts=stepcounts, shallow_stack=shallow_stack,
-        warm_x=warm_x, shallow_x=shallow_x, cold_med=cold_med, miss_x=miss_x,
-        G=G, byn=byn, fit=fit, sfn=sfn, per10=per10,
-        R=R, M=M, mem_k=mem_k, m20=m20, k1000=k1000, m1000=m1000, leak=leak,
-        noalloc_last=noalloc_last, E=E, PS=PS, bytes_ratio=bytes_ratio, execs=execs,
-        profiles=profiles, per_frame=per_frame, cats=cats, rest=rest, top=top, us=us, us_x=us_x)
+    vars(fig).update(per_frame=per_frame, cats=cats, rest=rest, top=top)
 
 
-def judge(f):
+def judge(fig):
     """The verdict of each goal (issue 12's targets, production kernel,
-    ratios within this run) on the figures @f: {goal: true if met}."""
+    ratios within this run) on the figures @fig: {goal: true if met}."""
     ok = {
-        'warm': (f.warm_x is not None and f.shallow_x is not None
-                 and max(f.warm_x, f.shallow_x) <= 1.5),
-        'cold': f.cold_med is not None and f.cold_med <= 3,
-        'miss': f.miss_x is not None and f.miss_x <= 1.2,
-        'flat': bool(f.G) and f.G[-1]['sf'] <= 1.2 * f.G[0]['sf'],
+        'warm': (fig.warm_x is not None and fig.shallow_x is not None
+                 and max(fig.warm_x, fig.shallow_x) <= 1.5),
+        'cold': fig.cold_med is not None and fig.cold_med <= 3,
+        'miss': fig.miss_x is not None and fig.miss_x <= 1.2,
+        'flat': bool(fig.G) and fig.G[-1]['sf'] <= 1.2 * fig.G[0]['sf'],
     }
     # End to end: the time lost per sample at most 1.2x frame pointers
     # alone's, and below dwarf's.
     for m in ('sframe', 'nmisf'):
-        r = f.us_x[m]
-        ok[m] = (r is not None and r <= 1.2 and f.us['dwarf'] is not None
-                 and f.us[m] < f.us['dwarf'])
-    E = f.E
+        r = fig.us_x[m]
+        ok[m] = (r is not None and r <= 1.2 and fig.us['dwarf'] is not None
+                 and fig.us[m] < fig.us['dwarf'])
+    E = fig.E
     complete_ok = ('main' in E.get('sframe', {}) and 'main' in E.get('dwarf', {})
                    and E['sframe']['main'] >= E['dwarf']['main']
                    and E['sframe']['exact'] >= E['dwarf']['exact'])
-    ok['perf'] = bool(f.bytes_ratio and f.bytes_ratio >= 20 and complete_ok)
+    ok['perf'] = bool(fig.bytes_ratio and fig.bytes_ratio >= 20 and complete_ok)
     # What registration keeps is the FDE table (20 bytes a function,
     # kvmalloc'ed) and a fixed part: at most 22 bytes a function (page
     # rounding) plus 8 KiB.
     ok['mem'] = None
-    if 1 in f.m20 and 100000 in f.m20:
-        ok['mem'] = all(f.m20[n]['per_reg'] <= 22 * n + 8192 for n in (1, 100000))
+    if 1 in fig.m20 and 100000 in fig.m20:
+        ok['mem'] = all(fig.m20[n]['per_reg'] <= 22 * n + 8192 for n in (1, 100000))
     # Unreclaimable kernel memory must not grow over the unwinds (it may
     # shrink: RCU frees the tables of earlier phases meanwhile).
-    ok['alloc'] = f.noalloc_last.startswith('noalloc: ok') and f.leak and \
-        f.leak.get('d_sunreclaim_kb', 99) <= 8
+    ok['alloc'] = fig.noalloc_last.startswith('noalloc: ok') and fig.leak and \
+        fig.leak.get('d_sunreclaim_kb', 99) <= 8
     # At most logarithmic: a binary search does log2(10) = 3.3 more probes
     # per 10x, so each 10x adds about the same; a linear search would
     # multiply the cost by ~10 per 10x. Verdict: every 10x multiplies the
     # per-frame cost by less than 2. (The search in kernel memory and the
     # rule cache make the growth nearly flat, where the log2 fit's R^2 says
     # nothing: shown, not judged.)
-    ok['log'] = len(f.per10) == 2 and all(r < 2 for _, _, r, _ in f.per10)
+    ok['log'] = len(fig.per10) == 2 and all(r < 2 for _, _, r, _ in fig.per10)
     return ok
 
 
@@ -475,10 +510,10 @@ def environment(a):
                 cpu=cpu, debug=debug, opt=opt)
 
 
-def render_header(f, ok, env, o):
+def render_header(fig, ok, env, o):
     """The table's head: the run, the kernel, the machine, the emulation."""
     accel = env['accel']
-    guest = f.guest
+    guest = fig.guest
     o('# `make bench` results')
     o('')
     o('| | |')
@@ -505,11 +540,11 @@ def render_header(f, ok, env, o):
         o('')
 
 
-def render_step(f, ok, env, o):
+def render_step(fig, ok, env, o):
     """a. The unwind step, warm and cold, SFrame against frame pointers."""
-    C, W, cfg, cold_check, deep = f.C, f.W, f.cfg, f.cold_check, f.deep
-    ips, marg, med_ratio, ratio, shallow = f.ips, f.marg, f.med_ratio, f.ratio, f.shallow
-    shallow_stack, stepcounts = f.shallow_stack, f.stepcounts
+    C, W, cfg, cold_check, deep = fig.C, fig.W, fig.cfg, fig.cold_check, fig.deep
+    ips, marg, med_ratio, ratio, shallow = fig.ips, fig.marg, fig.med_ratio, fig.ratio, fig.shallow
+    shallow_stack, stepcounts = fig.shallow_stack, fig.stepcounts
     o('## a. Unwind step per frame, SFrame against frame pointers (same stacks)')
     o('')
     o('`unwind_bench`: static, `-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer '
@@ -559,9 +594,9 @@ def render_step(f, ok, env, o):
     o('')
 
 
-def render_perf(f, ok, env, o):
+def render_perf(fig, ok, env, o):
     """b. End to end with perf."""
-    E, PS, bytes_ratio, cfg = f.E, f.PS, f.bytes_ratio, f.cfg
+    E, PS, bytes_ratio, cfg = fig.E, fig.PS, fig.bytes_ratio, fig.cfg
     o('## b. End to end: perf record -F %s on the demo workload' % cfg.get('perf_freq', '?'))
     o('')
     o(f'`demo/imgdemo {cfg.get("perf_seconds", "?")}` (built without frame pointers, SFrame V1, '
@@ -611,9 +646,9 @@ def render_perf(f, ok, env, o):
     o('')
 
 
-def render_registration(f, ok, env, o):
+def render_registration(fig, ok, env, o):
     """c. Registration: time and kernel memory."""
-    M, R, mem_k = f.M, f.R, f.mem_k
+    M, R, mem_k = fig.M, fig.R, fig.mem_k
     o('## c. Registration (prctl UNWIND_USER_SFRAME_REGISTER)')
     o('')
     o('Synthetic V2 sections (tools/testing/selftests/unwind_user/sframe_gen.c): N functions of '
@@ -650,9 +685,9 @@ def render_registration(f, ok, env, o):
     o('')
 
 
-def render_growth(f, ok, env, o):
+def render_growth(fig, ok, env, o):
     """d. Growth: the lookup against the number of functions."""
-    G, cfg, fit, gdepth, per10 = f.G, f.cfg, f.fit, f.gdepth, f.per10
+    G, cfg, fit, gdepth, per10 = fig.G, fig.cfg, fig.fit, fig.gdepth, fig.per10
     o('## d. Growth: SFrame lookup against the number of functions')
     o('')
     o(f'`growth_N` (bench/gen_funcs.py): N generated functions plus the driver\'s, same flags; '
@@ -678,9 +713,9 @@ def render_growth(f, ok, env, o):
     o('')
 
 
-def render_exec(f, ok, env, o):
+def render_exec(fig, ok, env, o):
     """e. What exec pays for a section."""
-    G, execs = f.G, f.execs
+    G, execs = fig.G, fig.execs
     o('## e. What exec pays for a section')
     o('')
     o('fork + execve + exit of a growth program (it exits at once) with its section, which '
@@ -701,11 +736,11 @@ def render_exec(f, ok, env, o):
     o('')
 
 
-def render_breakdown(f, ok, env, o):
+def render_breakdown(fig, ok, env, o):
     """Where the SFrame step's time goes (the kernel profile)."""
-    G, W, byn, cats, cfg = f.G, f.W, f.byn, f.cats, f.cfg
-    deep, fit, per_frame, profiles, rest = f.deep, f.fit, f.per_frame, f.profiles, f.rest
-    top = f.top
+    G, W, byn, cats, cfg = fig.G, fig.W, fig.byn, fig.cats, fig.cfg
+    deep, fit, per_frame, profiles, rest = fig.deep, fig.fit, fig.per_frame, fig.profiles, fig.rest
+    top = fig.top
     o('## Breakdown of the SFrame step')
     o('')
     fp_deep = W['step', deep, 'fp'][0]
@@ -761,12 +796,12 @@ def render_breakdown(f, ok, env, o):
         o('')
 
 
-def render_goals(f, ok, env, o):
+def render_goals(fig, ok, env, o):
     """The goals and their verdicts, then the problems found."""
-    E, G, bytes_ratio, cold_med, fit = f.E, f.G, f.bytes_ratio, f.cold_med, f.fit
-    k1000, leak, m1000, m20, miss_x = f.k1000, f.leak, f.m1000, f.m20, f.miss_x
-    noalloc_last, per10, problems, ratio, shallow = f.noalloc_last, f.per10, f.problems, f.ratio, f.shallow
-    shallow_x, us, us_x, warm_x = f.shallow_x, f.us, f.us_x, f.warm_x
+    E, G, bytes_ratio, cold_med, fit = fig.E, fig.G, fig.bytes_ratio, fig.cold_med, fig.fit
+    k1000, leak, m1000, m20, miss_x = fig.k1000, fig.leak, fig.m1000, fig.m20, fig.miss_x
+    noalloc_last, per10, problems, ratio, shallow = fig.noalloc_last, fig.per10, fig.problems, fig.ratio, fig.shallow
+    shallow_x, us, us_x, warm_x = fig.shallow_x, fig.us, fig.us_x, fig.warm_x
     o('## Goals')
     o('')
     o('| goal | measured | verdict |')
@@ -828,13 +863,13 @@ def render_goals(f, ok, env, o):
         o('')
 
 
-def render(f, ok, env):
-    """results.md: the figures @f (measure()), the verdicts @ok (judge()),
+def render(fig, ok, env):
+    """results.md: the figures @figig (measure()), the verdicts @ok (judge()),
     the run's @env (environment())."""
     L = []
     for section in (render_header, render_step, render_perf, render_registration,
                     render_growth, render_exec, render_breakdown, render_goals):
-        section(f, ok, env, L.append)
+        section(fig, ok, env, L.append)
     return '\n'.join(L) + '\n'
 
 
@@ -852,24 +887,24 @@ def main():
 
     recs, texts, _, profiles = parse(a.results)
     noalloc = open(a.noalloc).read().splitlines() if os.path.exists(a.noalloc) else []
-    f = measure(recs, texts, profiles, a.build, noalloc[-1] if noalloc else 'noalloc: not run')
-    for mode in f.E:
+    fig = measure(recs, texts, profiles, a.build, noalloc[-1] if noalloc else 'noalloc: not run')
+    for mode in fig.E:
         if mode in texts:
             with open(os.path.join(a.out, f'{mode}.perf-script.txt'), 'w') as out:
                 out.write(texts[mode])
-    text = render(f, judge(f), environment(a))
+    text = render(fig, judge(fig), environment(a))
     with open(os.path.join(a.out, 'results.md'), 'w') as out:
         out.write(text)
     print(text)
     print(f'bench: results in {os.path.join(a.out, "results.md")}')
 
     def lk(n):
-        v = f.sfn(n)
+        v = fig.sfn(n)
         return f'{v:.0f}' if v else 'n/a'
-    print(f'bench: sframe_fp_step_ratio warm={fmt(f.warm_x)} cold={fmt(f.cold_med)}')
-    print(f'bench: dwarf_sframe_bytes_ratio={fmt(f.bytes_ratio, 1)}')
+    print(f'bench: sframe_fp_step_ratio warm={fmt(fig.warm_x)} cold={fmt(fig.cold_med)}')
+    print(f'bench: dwarf_sframe_bytes_ratio={fmt(fig.bytes_ratio, 1)}')
     print(f'bench: lookup_ns fdes_1k={lk(1000)} fdes_10k={lk(10000)} fdes_100k={lk(100000)}')
-    return 1 if f.problems else 0
+    return 1 if fig.problems else 0
 
 
 if __name__ == '__main__':
