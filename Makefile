@@ -65,11 +65,11 @@ PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.
 	$(addprefix tools/testing/selftests/unwind_user/,sframe_unwind_test.c \
 		unwind_user_test.c unwind_user_test.h)
 SERIES_DIR ?= $(KBUILD_DIR)/series
-# sframe_libc_test's LD_AUDIT module (tools/unwind_user/audit) and its cache:
-# the sections sframe-synth makes from the host's libc, ld.so and libm,
-# the same files the guest gets (extra-libs: libm is dlopen'ed, and the
-# module's own libc finds ld.so by its name under /lib/x86_64-linux-gnu).
-SYNTH      := tools/unwind_user/sframe_synth/target/release/sframe-synth
+# sframe_libc_test's LD_AUDIT module (tools/unwind_user/audit) and its cache
+# (harness/stage-audit.sh): the sections sframe-synth makes from the host's
+# libc, ld.so and libm, the same files the guest gets (extra-libs: libm is
+# dlopen'ed, and the module's own libc finds ld.so by its name under
+# /lib/x86_64-linux-gnu).
 SYNTH_LIBS := $(addprefix /lib/x86_64-linux-gnu/,libc.so.6 ld-linux-x86-64.so.2 libm.so.6)
 REPO       := $(CURDIR)
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
@@ -85,6 +85,10 @@ BENCH_ICOUNT ?= 0
 # varied with the host's load by as much; with the clock counting
 # instructions it gets 0 to 3, each part of a run its share of the work.
 DEMO_ICOUNT ?= 0
+# Where make demo puts its outputs (make check: in its logs).
+DEMO_OUT   ?= $(KBUILD_DIR)/demo
+# Where make host-test keeps cargo test's output (make check: in its logs).
+HOST_TEST_LOG ?= $(KBUILD_DIR)/host-test.log
 
 # Debian's rustc-web carries the library source the kernel build needs; the
 # rustup toolchain first in PATH does not.
@@ -106,7 +110,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .DELETE_ON_ERROR:
 
 .PHONY: check demo bench kernel boot series deps source apply config \
-	host-test selftests initramfs clean-build perf fresh-root \
+	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug producers bisect-check kernel-vng vng \
 	vng-deps kselftest-vng oracle corpus kernel-kasan check-kasan
 
@@ -182,10 +186,7 @@ kselftest-vng: apply $(OUT_VNG)/.config producers
 	$(MAKE) -C $(SRC)/tools/testing/selftests O=$(OUT_VNG) TARGETS=unwind_user \
 		INSTALL_PATH=$(KSFT_VNG) install >$(OUT_VNG)/kselftest-install.log 2>&1 || \
 		{ cat $(OUT_VNG)/kselftest-install.log; exit 1; }
-	$(MAKE) -C tools/unwind_user/audit OUTPUT=$(KSFT_VNG)/unwind_user/ \
-		KHDR_INCLUDES="-isystem $(OUT_VNG)/usr/include"
-	cd tools/unwind_user/sframe_synth && cargo build --release
-	$(SYNTH) --cache $(KSFT_VNG)/unwind_user/sframe-cache $(SYNTH_LIBS)
+	harness/stage-audit.sh $(KSFT_VNG)/unwind_user "-isystem $(OUT_VNG)/usr/include" $(SYNTH_LIBS)
 	cd $(PRODUCERS) && for t in *_test; do \
 		cp $$t $(KSFT_VNG)/unwind_user/ && echo "unwind_user:$$t" >>$(KSFT_VNG)/kselftest-list.txt; \
 	done
@@ -219,7 +220,7 @@ check-kasan: kernel-kasan initramfs
 	@GUEST_MEM=$(KASAN_GUEST_MEM) harness/run-guest.sh $(OUT_KASAN)/arch/x86/boot/bzImage \
 		$(GUEST)/initramfs.cpio.gz $(KASAN_DIR)/guest test $(KASAN_BOOT_TIMEOUT); \
 		echo $$? >$(KASAN_DIR)/guest/rc
-	@python3 -c 'import sys; sys.path.insert(0, "harness"); import results as r; \
+	@python3 -c 'import sys; from harness import results as r; \
 		logs = sys.argv[1]; k = r.Suite("kasan: KASAN on in the guest"); \
 		con = r.read(logs + "/guest/console.log") or []; \
 		k.add(any("KernelAddressSanitizer initialized" in l for l in con), note="no KASAN banner in the console"); \
@@ -248,8 +249,13 @@ $(CORPUS)/MANIFEST: $(CORPUS_SRCS)
 	UNWIND_USER_TOOLCHAINS=$(KBUILD_DIR)/toolchains $(CORPUS)/generate.sh
 
 host-test: corpus
-	cd rust/sframe && cargo test --release 2>&1 | tee $(KBUILD_DIR)/host-test.log
-	cd tools/unwind_user/sframe_synth && cargo test --release 2>&1 | tee -a $(KBUILD_DIR)/host-test.log
+	cd rust/sframe && cargo test --release 2>&1 | tee $(HOST_TEST_LOG)
+	cd tools/unwind_user/sframe_synth && cargo test --release 2>&1 | tee -a $(HOST_TEST_LOG)
+
+# The kernel's own clippy lints (CLIPPY=1) on the series' Rust: one of make
+# check's lints (harness/check.sh).
+kernel-clippy: config
+	$(KMAKE) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver kernel/unwind_user/ rust/sframe.o
 
 selftests: config
 	$(KMAKE) headers_install INSTALL_HDR_PATH=$(OUT)/usr >/dev/null
@@ -258,10 +264,7 @@ selftests: config
 		OUTPUT=$(GUEST)/selftests KHDR_INCLUDES="-isystem $(OUT)/usr/include"
 	$(MAKE) producers
 	cp $(PRODUCERS)/*_test $(GUEST)/selftests/
-	$(MAKE) -C tools/unwind_user/audit OUTPUT=$(GUEST)/selftests/ \
-		KHDR_INCLUDES="-isystem $(OUT)/usr/include"
-	cd tools/unwind_user/sframe_synth && cargo build --release
-	$(SYNTH) --cache $(GUEST)/selftests/sframe-cache $(SYNTH_LIBS)
+	harness/stage-audit.sh $(GUEST)/selftests "-isystem $(OUT)/usr/include" $(SYNTH_LIBS)
 	printf '%s\n' $(SYNTH_LIBS) >$(GUEST)/selftests/extra-libs
 
 # The deep-chain test built by trixie's and sid's binutils and by clang-22
@@ -275,16 +278,19 @@ $(PRODUCERS)/MANIFEST: $(PRODUCER_SRCS)
 initramfs: selftests
 	harness/mkinitramfs.sh $(GUEST) $(GUEST)/initramfs.cpio.gz
 
+# check.sh runs make host-test, kernel-clippy and demo (the demo at host time,
+# DEMO_SECONDS=3, in its logs) itself.
 check: kernel initramfs series perf corpus
-	@harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
+	@MAKE='$(MAKE)' harness/check.sh $(REPO) $(KBUILD_DIR) $(BOOT_TIMEOUT)
 
 perf: apply
 	@harness/build-perf.sh $(SRC) $(KBUILD_DIR)/perf
 
-# Its own initramfs (busybox, perf, the workload), its own outputs.
+# Its own initramfs (busybox, perf, the workload), its own outputs (in
+# DEMO_OUT).
 demo: kernel perf
 	@GUEST_ICOUNT=$(DEMO_ICOUNT) demo/run-demo.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
-		$(KBUILD_DIR)/demo $(BOOT_TIMEOUT)
+		$(DEMO_OUT) $(BOOT_TIMEOUT)
 
 # Three unmodified Debian programs, the kernel's unwind of each sample
 # against perf's DWARF unwind of the same sample (demo/run-oracle.sh).

@@ -1,15 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest side of `make bench` (installed as /selftests/demo.sh and run by
-# /init in demo mode, output on ttyS1 = results.log). Everything the host's
-# report.py reads is a "bench: KEY k=v ..." line or a perf script output
-# (gzip + base64) between "### bench-script MODE begin/end" markers.
+# Guest side of `make bench` (installed as /selftests/guest-bench.sh and run
+# by /init in experiment mode, output on ttyS1 = results.log). Everything
+# the host's report.py reads is a "bench: KEY k=v ..." line, a perf script
+# output (gzip + base64, harness/guest-lib.sh's guest_block) between
+# "### bench-script MODE begin/end" markers, or a kernel profile (perf
+# report's text) between "### bench-profile UNWINDER begin/end" markers.
 #
 # The counts below come from /selftests/bench.env if the host wrote one.
-D=/selftests
-export HOME=/tmp PATH=$D:$PATH
-cd /tmp || exit 1
+# shellcheck source=harness/guest-lib.sh
+. /selftests/guest-lib.sh
 
 SHALLOW=4		# chain frames: 10 frames in all with the driver and libc's
 DEEP=200		# 206 frames in all (the trigger keeps at most 512)
@@ -93,9 +94,7 @@ perf_run() {
 		perf script --no-inline --show-lost-events -i $m.data \
 			-F comm,tid,time,event,ip,sym,dso >$m.txt 2>$m.script-err
 		echo "bench: perf_script mode=$m rc=$? script_s=$(($(date +%s) - t1)) lines=$(wc -l <$m.txt)"
-		echo "### bench-script $m begin"
-		gzip -c $m.txt | base64
-		echo "### bench-script $m end"
+		guest_block bench-script $m $m.txt
 		rm -f $m.txt
 	else
 		echo "bench: perf_samples mode=$m round=$2 samples=$(perf script -F tid -i $m.data 2>/dev/null | wc -l)"
@@ -107,8 +106,7 @@ echo "### bench-start"
 echo "bench: guest kernel=$(uname -r) nproc=$(nproc) cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -1 | tr ' ' '_')"
 echo "bench: config shallow=$SHALLOW deep=$DEEP rounds=$ROUNDS iters_shallow=$ITERS_SHALLOW iters_deep=$ITERS_DEEP cold_reps=$COLD_REPS profile_iters=$PROFILE_ITERS growth_depth=$GROWTH_DEPTH growth_iters=$GROWTH_ITERS growth_rounds=$GROWTH_ROUNDS mem_k=$MEM_K leak_iters=$LEAK_ITERS perf_seconds=$PERF_SECONDS perf_freq=$PERF_FREQ perf_rounds=$PERF_ROUNDS phases=$(echo $PHASES | tr ' ' ,)"
 # perf needs the kernel's symbols (profiles) and no sampling restrictions.
-echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
-echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+guest_perf_setup
 
 # a. The unwind step, SFrame against frame pointers, on the same stacks.
 if phase step; then

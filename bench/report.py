@@ -8,15 +8,18 @@ with the three summary lines:
     bench: dwarf_sframe_bytes_ratio=Z
     bench: lookup_ns fdes_1k=A fdes_10k=B fdes_100k=C
 
-Usage: report.py --results LOG --out DIR --build DIR --accel FILE
-                 --noalloc FILE --kernel STRING [--seconds N] [--config FILE]
+Usage: python3 -m bench.report --results LOG --out DIR --build DIR --accel FILE
+                                 --noalloc FILE --kernel STRING [--seconds N] [--config FILE]
+(from the top directory, or with it in PYTHONPATH).
 Exit status 1 if the log lacks a figure or the guest reported an error;
 a missed goal is reported, not an error.
+
+In four steps: parse() reads the log (harness/guestlog.py), measure() makes
+the figures of it, judge() gives each goal its verdict, render() writes the
+table, one render_SECTION() a section; main() runs them.
 """
 import argparse
-import base64
 import datetime
-import gzip
 import math
 import os
 import platform
@@ -24,13 +27,11 @@ import re
 import statistics
 import subprocess
 import sys
-import zlib
+import types
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'demo'))
-import perfscript  # noqa: E402
+from demo import perfscript
+from harness import guestlog
 
-KV = re.compile(r'(\w+)=(\S*)')
 PERF_LABELS = {
     'none': 'unprofiled (before)', 'none2': 'unprofiled (after)',
     'fp': '`--call-graph fp`, `unwind_user_nmi_sframe=0` (frame pointers alone)',
@@ -56,53 +57,36 @@ def num(v):
             return v
 
 
+PROFILE_ROW = re.compile(r'\s*([\d.]+)%\s+(\d+)\s+\[([k.])\]\s+(.+?)\s*$')
+
+
 def parse(path):
-    """The log as a list of (key, {k: v}, binary) and the perf script texts."""
-    recs, blobs, notes, profiles = [], {}, [], {}
-    binary, cur, prof = 'unwind_bench', None, None
-    with open(path, errors='replace') as f:
-        for line in f:
-            line = line.rstrip('\r\n')
-            m = re.match(r'### bench-profile (\w+) (begin|end)', line)
-            if m:
-                prof = m.group(1) if m.group(2) == 'begin' else None
-                if prof:
-                    profiles[prof] = []
-                continue
-            if prof:
-                m = re.match(r'\s*([\d.]+)%\s+(\d+)\s+\[([k.])\]\s+(.+?)\s*$', line)
-                if m:
-                    profiles[prof].append((float(m.group(1)), int(m.group(2)), m.group(4)))
-                continue
-            m = re.match(r'### bench-script (\w+) (begin|end)', line)
-            if m:
-                cur = m.group(1) if m.group(2) == 'begin' else None
-                if cur:
-                    blobs[cur] = []
-                continue
-            if cur:
-                blobs[cur].append(line.strip())
-                continue
-            if line.startswith('# '):
-                notes.append(line)
-                continue
-            m = re.match(r'bench: (\w+)(.*)', line)
-            if not m:
-                continue
-            key, kv = m.group(1), {k: num(v) for k, v in KV.findall(m.group(2))}
-            if key == 'binary':
-                binary = kv['name']
-                continue
-            if key == 'error':
-                kv['text'] = m.group(2).strip()
-            recs.append((key, kv, binary))
-    texts = {}
-    for mode, b in blobs.items():
-        try:
-            texts[mode] = gzip.decompress(base64.b64decode(''.join(b))).decode(errors='replace')
-        except (ValueError, OSError, EOFError, zlib.error) as e:
-            print(f'bench: {mode}: cannot decode perf script output: {e}', file=sys.stderr)
-    return recs, texts, notes, profiles
+    """The log as a list of (key, {k: v}, binary), the perf script texts,
+    the notes and the kernel profiles ({unwinder: [(percent, samples,
+    symbol)]})."""
+    log = guestlog.read(path)
+    recs, notes = [], []
+    binary = 'unwind_bench'
+    for line in log.lines:
+        if line.startswith('# '):
+            notes.append(line)
+            continue
+        m = re.match(r'bench: (\w+)(.*)', line)
+        if not m:
+            continue
+        key = m.group(1)
+        kv = {k: num(v) for k, v in guestlog.fields(m.group(2)).items()}
+        if key == 'binary':
+            binary = kv['name']
+            continue
+        if key == 'error':
+            kv['text'] = m.group(2).strip()
+        recs.append((key, kv, binary))
+    profiles = {}
+    for u in log.names('bench-profile'):
+        profiles[u] = [(float(m.group(1)), int(m.group(2)), m.group(4))
+                       for m in map(PROFILE_ROW.match, log.blocks['bench-profile', u]) if m]
+    return recs, log.texts('bench-script', 'bench'), notes, profiles
 
 
 def select(recs, rkey, binary=None, **match):
@@ -196,61 +180,83 @@ def verdict(ok):
     return 'MET' if ok else 'MISSED'
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--results', required=True)
-    ap.add_argument('--out', required=True)
-    ap.add_argument('--build', required=True)
-    ap.add_argument('--accel', required=True)
-    ap.add_argument('--noalloc', required=True)
-    ap.add_argument('--kernel', default='?')
-    ap.add_argument('--seconds', type=int, default=0)
-    ap.add_argument('--config', default='')
-    a = ap.parse_args()
+class Records:
+    """parse()'s records and the lookups measure() makes of them; what is
+    missing, and what the guest reported as an error or a warning, goes
+    to .problems."""
 
-    recs, texts, notes, profiles = parse(a.results)
-    problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
-    problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
+    def __init__(self, recs):
+        self.recs = recs
+        self.problems = [f"guest error: {kv.get('text', '')}" for kv in select(recs, 'error')]
+        self.problems += [f"guest warning: {kv}" for kv in select(recs, 'warning')]
+        # The median of each warm measurement's rounds, per frame.
+        self.med = {}
 
-    def one(key, binary=None, **match):
-        r = select(recs, key, binary, **match)
+    def one(self, key, binary=None, **match):
+        """The last record that matches (a problem if none does)."""
+        r = select(self.recs, key, binary, **match)
         if not r:
-            problems.append(f'missing: {key} {binary or ""} {match}')
+            self.problems.append(f'missing: {key} {binary or ""} {match}')
             return {}
         return r[-1]
 
-    guest = one('guest')
-    cfg = one('config')
-    shallow, deep = cfg.get('shallow', 4), cfg.get('deep', 200)
-    gdepth = cfg.get('growth_depth', 100)
-
-    # ---- a. the step: warm, per frame, the fastest of the interleaved
-    # rounds: the host is shared, and what it does meanwhile only ever adds
-    # time (bursts of several times the cost were seen); the median is kept
-    # for comparison.
-    MED = {}
-
-    def warm(binary, key, depth, unwinder):
-        r = select(recs, key, binary, depth=depth, unwinder=unwinder)
+    def warm(self, binary, key, depth, unwinder):
+        """A warm step: (ns per frame, ns per unwind, frames), per frame and
+        per unwind the fastest of the interleaved rounds: the host is
+        shared, and what it does meanwhile only ever adds time (bursts of
+        several times the cost were seen); the median is kept for
+        comparison (med_ratio())."""
+        r = select(self.recs, key, binary, depth=depth, unwinder=unwinder)
         if not r:
-            problems.append(f'missing: {key} {binary} depth={depth} {unwinder}')
+            self.problems.append(f'missing: {key} {binary} depth={depth} {unwinder}')
             return None, None, None
         per_frame = [x['ns'] / (x['iters'] * x['frames']) for x in r]
         per_unwind = [x['ns'] / x['iters'] for x in r]
-        MED[binary, key, depth, unwinder] = statistics.median(per_frame)
+        self.med[binary, key, depth, unwinder] = statistics.median(per_frame)
         return min(per_frame), min(per_unwind), r[0]['frames']
 
-    def med_ratio(binary, key, depth):
-        s, f = MED.get((binary, key, depth, 'sframe')), MED.get((binary, key, depth, 'fp'))
+    def med_ratio(self, binary, key, depth):
+        """SFrame over frame pointers, of the medians of warm()."""
+        s, f = self.med.get((binary, key, depth, 'sframe')), self.med.get((binary, key, depth, 'fp'))
         return s / f if s and f else None
 
+
+def measure(recs, texts, profiles, build, noalloc_last):
+    """The figures of the log (parse()'s records, perf script texts and
+    kernel profiles), the unstripped programs in @build, and the last line
+    of noalloc.py's report; missing figures and the guest's errors are
+    listed in .problems. One measure_SECTION() a section, in the order
+    the problems are listed."""
+    rec = Records(recs)
+    guest = rec.one('guest')
+    cfg = rec.one('config')
+    fig = types.SimpleNamespace(
+        problems=rec.problems, med_ratio=rec.med_ratio, guest=guest, cfg=cfg,
+        shallow=cfg.get('shallow', 4), deep=cfg.get('deep', 200),
+        gdepth=cfg.get('growth_depth', 100), noalloc_last=noalloc_last, profiles=profiles,
+        execs=select(recs, 'exec'))
+    measure_step(rec, fig, build)
+    measure_growth(rec, fig)
+    measure_registration(rec, fig)
+    measure_perf(rec, fig, texts)
+    measure_breakdown(rec, fig, profiles)
+    fig.warm_x = fig.ratio.get(('warm', fig.deep))
+    fig.shallow_x = fig.ratio.get(('warm', fig.shallow))
+    fig.cold_med = fig.ratio.get(('cold_median', fig.deep))
+    fig.miss_x = fig.ratio.get('uncovered')
+    return fig
+
+
+def measure_step(rec, fig, build):
+    """a. The step, warm and cold, SFrame against frame pointers; the stack as returned."""
+    shallow, deep = fig.shallow, fig.deep
     W = {}
     for key in ('step', 'uncovered'):
         for d in (shallow, deep):
             for u in ('sframe', 'fp'):
                 if key == 'uncovered' and d != deep:
                     continue
-                W[key, d, u] = warm('unwind_bench', key, d, u)
+                W[key, d, u] = rec.warm('unwind_bench', key, d, u)
     ratio = {}
     for d in (shallow, deep):
         s, f = W['step', d, 'sframe'][0], W['step', d, 'fp'][0]
@@ -268,38 +274,44 @@ def main():
     C = {}
     for d in (shallow, deep):
         for u in ('sframe', 'fp'):
-            r = one('cold', depth=d, unwinder=u)
+            r = rec.one('cold', depth=d, unwinder=u)
             C[d, u] = r
         s, f = C[d, 'sframe'], C[d, 'fp']
         if s and f:
             ratio['cold', d] = (s['mean_ns'] / s['frames']) / (f['mean_ns'] / f['frames'])
             ratio['cold_median', d] = (s['median_ns'] / s['frames']) / (f['median_ns'] / f['frames'])
-    ips = {(kv['key'], kv['depth']): kv for kv in select(recs, 'ips', 'unwind_bench')}
-    cold_check = {kv['depth']: kv for kv in select(recs, 'cold_check')}
+    ips = {(kv['key'], kv['depth']): kv for kv in select(rec.recs, 'ips', 'unwind_bench')}
+    cold_check = {kv['depth']: kv for kv in select(rec.recs, 'cold_check')}
     stepcounts = {}
     for d in (shallow, deep):
-        r = select(recs, 'step', 'unwind_bench', depth=d, unwinder='sframe')
+        r = select(rec.recs, 'step', 'unwind_bench', depth=d, unwinder='sframe')
         if r:
             stepcounts[d] = (r[0]['sframe_frames'] / r[0]['iters'],
                              r[0]['fp_fallbacks'] / r[0]['iters'], r[0]['errors'])
-    sym = symbolizer(os.path.join(a.build, 'unwind_bench'))
-    stack = select(recs, 'stack', 'unwind_bench', key='step', depth=shallow, unwinder='sframe')
+    sym = symbolizer(os.path.join(build, 'unwind_bench'))
+    stack = select(rec.recs, 'stack', 'unwind_bench', key='step', depth=shallow, unwinder='sframe')
     shallow_stack = ' < '.join(sym(int(x, 16)) for x in str(stack[0]['ips']).split(',')) \
         if stack else 'n/a'
+    vars(fig).update(W=W, ratio=ratio, marg=marg, C=C, ips=ips, cold_check=cold_check,
+                     stepcounts=stepcounts, shallow_stack=shallow_stack)
 
+
+def measure_growth(rec, fig):
+    """d. Growth: the warm step against the number of functions, its fit to log2."""
+    gdepth = fig.gdepth
     # ---- d. growth.
     G = []
     sizes = []
-    for k, kv, b in recs:
+    for k, kv, b in rec.recs:
         if k == 'info' and b.startswith('growth_'):
             sizes.append((int(b.split('_')[1]), b, kv))
     for n, b, info in sizes:
-        s = warm(b, 'step', gdepth, 'sframe')
-        f = warm(b, 'step', gdepth, 'fp')
-        m = select(recs, 'ips', b, depth=gdepth)
+        s = rec.warm(b, 'step', gdepth, 'sframe')
+        f = rec.warm(b, 'step', gdepth, 'fp')
+        m = select(rec.recs, 'ips', b, depth=gdepth)
         G.append(dict(n=n, binary=b, fdes=info.get('fdes'), sframe_bytes=info.get('sframe_bytes'),
-                      sf=s[0], fp=f[0], frames=s[2], sf_med=MED.get((b, 'step', gdepth, 'sframe')),
-                      fp_med=MED.get((b, 'step', gdepth, 'fp')),
+                      sf=s[0], fp=f[0], frames=s[2], sf_med=rec.med.get((b, 'step', gdepth, 'sframe')),
+                      fp_med=rec.med.get((b, 'step', gdepth, 'fp')),
                       match=m[0]['match'] if m else None))
     byn = {g['n']: g for g in G}
     fit = None
@@ -320,17 +332,15 @@ def main():
     for lo, hi in ((1000, 10000), (10000, 100000)):
         if sfn(lo) and sfn(hi):
             per10.append((lo, hi, sfn(hi) / sfn(lo), sfn(hi) - sfn(lo)))
-    # At most logarithmic: a binary search does log2(10) = 3.3 more probes
-    # per 10x, so each 10x adds about the same; a linear search would
-    # multiply the cost by ~10 per 10x. Verdict: every 10x multiplies the
-    # per-frame cost by less than 2. (The search in kernel memory and the
-    # rule cache make the growth nearly flat, where the log2 fit's R^2 says
-    # nothing: shown, not judged.)
-    log_ok = len(per10) == 2 and all(r < 2 for _, _, r, _ in per10)
+    vars(fig).update(G=G, byn=byn, fit=fit, sfn=sfn, per10=per10)
 
+
+def measure_registration(rec, fig):
+    """c. Registration: time, and kernel memory per section; the leak run."""
+    cfg = fig.cfg
     # ---- c. registration.
-    R = sorted(select(recs, 'reg'), key=lambda kv: kv['fdes'])
-    M = select(recs, 'mem')
+    R = sorted(select(rec.recs, 'reg'), key=lambda kv: kv['fdes'])
+    M = select(rec.recs, 'mem')
     for kv in M:
         kv['per_reg'] = kv['d_sunreclaim_kb'] * 1024 / kv['k']
         kv['per_reg_memfree'] = kv['d_memfree_kb'] * 1024 / kv['k']
@@ -341,44 +351,34 @@ def main():
     k1000 = sorted((kv for kv in M if kv['k'] == 1000 and kv['fdes'] == 1),
                    key=lambda kv: kv['per_reg'])
     m1000 = {1: k1000[len(k1000) // 2]} if k1000 else {}
-    # The goal: what registration keeps is the FDE table (20 bytes a
-    # function, kvmalloc'ed) and a fixed part: at most 22 bytes a function
-    # (page rounding) plus 8 KiB.
-    mem_ok = None
-    if 1 in m20 and 100000 in m20:
-        mem_ok = all(m20[n]['per_reg'] <= 22 * n + 8192 for n in (1, 100000))
-    leak = one('leak')
-    noalloc = open(a.noalloc).read().splitlines() if os.path.exists(a.noalloc) else []
-    noalloc_last = noalloc[-1] if noalloc else 'noalloc: not run'
-    # Unreclaimable kernel memory must not grow over the unwinds (it may
-    # shrink: RCU frees the tables of earlier phases meanwhile).
-    alloc_ok = noalloc_last.startswith('noalloc: ok') and leak and \
-        leak.get('d_sunreclaim_kb', 99) <= 8
+    leak = rec.one('leak')
+    vars(fig).update(R=R, M=M, mem_k=mem_k, m20=m20, k1000=k1000, m1000=m1000, leak=leak)
 
+
+def measure_perf(rec, fig, texts):
+    """b. End to end with perf: rates, samples, completeness, time lost per sample."""
     # ---- b. perf end to end.
     # Each mode ran in PERF_ROUNDS rounds (older logs: one, without round=);
     # the first round's perf script output gives the stacks, the others'
     # sample counts come from perf_samples lines.
     runs = {}
-    for kv in select(recs, 'perf'):
+    for kv in select(rec.recs, 'perf'):
         if 'mode' in kv and 'images' in kv:
             runs.setdefault(kv['mode'], []).append(kv)
-    counts = {(kv['mode'], kv['round']): kv['samples'] for kv in select(recs, 'perf_samples')}
-    PS = {kv['mode']: kv for kv in select(recs, 'perf_script')}
+    counts = {(kv['mode'], kv['round']): kv['samples'] for kv in select(rec.recs, 'perf_samples')}
+    PS = {kv['mode']: kv for kv in select(rec.recs, 'perf_script')}
     E = {}
     for mode in PERF_MODES:
         rs = runs.get(mode)
         if not rs:
             if mode not in ('none2', 'fpb', 'fpbdefer'):
-                problems.append(f'missing: perf run {mode}')
+                rec.problems.append(f'missing: perf run {mode}')
             continue
         images = sum(kv['images'] for kv in rs)
         seconds = sum(kv['seconds'] for kv in rs)
         E[mode] = dict(rs[0], rate=images / seconds, images=images, seconds=seconds,
                        rounds=rs)
         if mode in texts:
-            with open(os.path.join(a.out, f'{mode}.perf-script.txt'), 'w') as f:
-                f.write(texts[mode])
             lost = []
             samples = perfscript.parse(texts[mode], lost)
             st = perfscript.stats(samples)
@@ -399,7 +399,7 @@ def main():
                            depth=st['depth_sum'] / n if n else 0,
                            rate_hz=n / first['seconds'] if first['seconds'] else 0)
         elif not mode.startswith('none'):
-            problems.append(f'missing: perf script output {mode}')
+            rec.problems.append(f'missing: perf script output {mode}')
     base = [kv['images'] / kv['seconds'] for m in ('none', 'none2') for kv in runs.get(m, [])]
     base_rate = sum(base) / len(base) if base else None
     for m in E:
@@ -416,12 +416,81 @@ def main():
     bytes_ratio = None
     if E.get('sframe', {}).get('bps') and E.get('dwarf', {}).get('bps'):
         bytes_ratio = E['dwarf']['bps'] / E['sframe']['bps']
+
+    # Time lost per sample against frame pointers alone (section b).
+    us = {m: E.get(m, {}).get('us_per_sample') for m in ('fp', 'sframe', 'nmisf', 'dwarf')}
+    us_x = {m: us[m] / us['fp'] if us[m] and us['fp'] and us['fp'] > 0 else None
+            for m in ('sframe', 'nmisf')}
+    vars(fig).update(E=E, PS=PS, bytes_ratio=bytes_ratio, us=us, us_x=us_x)
+
+
+def measure_breakdown(rec, fig, profiles):
+    """Where the deep loop's time per frame goes, by the kernel profile's categories."""
+    # ---- the breakdown: the deep loop's time per frame, shared out by the
+    # categories of the kernel profile's symbols.
+    loops = {kv['unwinder']: kv for kv in select(rec.recs, 'loop')}
+    per_frame, cats, rest, top = {}, {}, None, []
+    if profiles:
+        for u in ('sframe', 'fp'):
+            kv = loops.get(u)
+            per_frame[u] = kv['ns'] / (kv['iters'] * kv['frames']) if kv else None
+        for u, rows in profiles.items():
+            for pct, _, sym_ in rows:
+                c = categorize(sym_)
+                cats.setdefault(c, {}).setdefault(u, 0.0)
+                cats[c][u] += pct
+        dbg = 'lockdep and debug checks'
+        if dbg in cats and per_frame.get('sframe') and per_frame.get('fp'):
+            rest = {u: per_frame[u] * (1 - cats[dbg].get(u, 0.0) / 100) for u in ('sframe', 'fp')}
+        rows = profiles.get('sframe', [])[:15]
+        top = list(zip([pct for pct, _, _ in rows], demangle([t[2] for t in rows])))
+    vars(fig).update(per_frame=per_frame, cats=cats, rest=rest, top=top)
+
+
+def judge(fig):
+    """The verdict of each goal (issue 12's targets, production kernel,
+    ratios within this run) on the figures @fig: {goal: true if met}."""
+    ok = {
+        'warm': (fig.warm_x is not None and fig.shallow_x is not None
+                 and max(fig.warm_x, fig.shallow_x) <= 1.5),
+        'cold': fig.cold_med is not None and fig.cold_med <= 3,
+        'miss': fig.miss_x is not None and fig.miss_x <= 1.2,
+        'flat': bool(fig.G) and fig.G[-1]['sf'] <= 1.2 * fig.G[0]['sf'],
+    }
+    # End to end: the time lost per sample at most 1.2x frame pointers
+    # alone's, and below dwarf's.
+    for m in ('sframe', 'nmisf'):
+        r = fig.us_x[m]
+        ok[m] = (r is not None and r <= 1.2 and fig.us['dwarf'] is not None
+                 and fig.us[m] < fig.us['dwarf'])
+    E = fig.E
     complete_ok = ('main' in E.get('sframe', {}) and 'main' in E.get('dwarf', {})
                    and E['sframe']['main'] >= E['dwarf']['main']
                    and E['sframe']['exact'] >= E['dwarf']['exact'])
-    perf_ok = bool(bytes_ratio and bytes_ratio >= 20 and complete_ok)
+    ok['perf'] = bool(fig.bytes_ratio and fig.bytes_ratio >= 20 and complete_ok)
+    # What registration keeps is the FDE table (20 bytes a function,
+    # kvmalloc'ed) and a fixed part: at most 22 bytes a function (page
+    # rounding) plus 8 KiB.
+    ok['mem'] = None
+    if 1 in fig.m20 and 100000 in fig.m20:
+        ok['mem'] = all(fig.m20[n]['per_reg'] <= 22 * n + 8192 for n in (1, 100000))
+    # Unreclaimable kernel memory must not grow over the unwinds (it may
+    # shrink: RCU frees the tables of earlier phases meanwhile).
+    ok['alloc'] = fig.noalloc_last.startswith('noalloc: ok') and fig.leak and \
+        fig.leak.get('d_sunreclaim_kb', 99) <= 8
+    # At most logarithmic: a binary search does log2(10) = 3.3 more probes
+    # per 10x, so each 10x adds about the same; a linear search would
+    # multiply the cost by ~10 per 10x. Verdict: every 10x multiplies the
+    # per-frame cost by less than 2. (The search in kernel memory and the
+    # rule cache make the growth nearly flat, where the log2 fit's R^2 says
+    # nothing: shown, not judged.)
+    ok['log'] = len(fig.per10) == 2 and all(r < 2 for _, _, r, _ in fig.per10)
+    return ok
 
-    # ---- the table.
+
+def environment(a):
+    """What the table says of the run besides the figures: date, kernel,
+    its configuration, the host, the emulation, the run time."""
     accel = open(a.accel).read().strip() if os.path.exists(a.accel) else '?'
     cpu = '?'
     try:
@@ -436,22 +505,27 @@ def main():
         opt = ('size (CC_OPTIMIZE_FOR_SIZE: -Os, Rust opt-level s)'
                if 'CONFIG_CC_OPTIMIZE_FOR_SIZE=y' in conf else
                'speed (CC_OPTIMIZE_FOR_PERFORMANCE: -O2, Rust opt-level 2)')
-    warm_x = ratio.get(('warm', deep))
-    L = []
-    o = L.append
     now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
+    return dict(date=now, kernel=a.kernel, seconds=a.seconds, config=a.config, accel=accel,
+                cpu=cpu, debug=debug, opt=opt)
+
+
+def render_header(fig, ok, env, o):
+    """The table's head: the run, the kernel, the machine, the emulation."""
+    accel = env['accel']
+    guest = fig.guest
     o('# `make bench` results')
     o('')
     o('| | |')
     o('|---|---|')
-    o(f'| date | {now} |')
-    o(f'| kernel | {a.kernel} (guest `uname -r`: {guest.get("kernel", "?")}) |')
-    o(f'| debug options on | {", ".join(debug) if debug else "none found" if a.config else "not checked"} |')
-    o(f'| optimized for | {opt} |')
-    o(f'| machine | host: {os.cpu_count()} CPUs, {cpu}, {platform.system()} {platform.release()}; '
+    o(f'| date | {env["date"]} |')
+    o(f'| kernel | {env["kernel"]} (guest `uname -r`: {guest.get("kernel", "?")}) |')
+    o(f'| debug options on | {", ".join(env["debug"]) if env["debug"] else "none found" if env["config"] else "not checked"} |')
+    o(f'| optimized for | {env["opt"]} |')
+    o(f'| machine | host: {os.cpu_count()} CPUs, {env["cpu"]}, {platform.system()} {platform.release()}; '
       f'guest: {guest.get("nproc", "?")} vCPUs, {str(guest.get("cpu", "?")).replace("_", " ")}, 2 GiB |')
     o(f'| emulation | **{accel}** (from run-guest.sh) |')
-    o(f'| run time | {a.seconds} s (build, boot, measurements) |')
+    o(f'| run time | {env["seconds"]} s (build, boot, measurements) |')
     o('')
     if accel == 'tcg-icount':
         o('**The guest ran under TCG with `-icount`: its clock counts the instructions the '
@@ -465,6 +539,12 @@ def main():
           'read the ratios, which compare unwinders within this one run, not the ns.**')
         o('')
 
+
+def render_step(fig, ok, env, o):
+    """a. The unwind step, warm and cold, SFrame against frame pointers."""
+    C, W, cfg, cold_check, deep = fig.C, fig.W, fig.cfg, fig.cold_check, fig.deep
+    ips, marg, med_ratio, ratio, shallow = fig.ips, fig.marg, fig.med_ratio, fig.ratio, fig.shallow
+    shallow_stack, stepcounts = fig.shallow_stack, fig.stepcounts
     o('## a. Unwind step per frame, SFrame against frame pointers (same stacks)')
     o('')
     o('`unwind_bench`: static, `-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer '
@@ -513,6 +593,10 @@ def main():
           f'section) took {fmt(cold_check[deep].get("reregister_us"), 0)} us on average.')
     o('')
 
+
+def render_perf(fig, ok, env, o):
+    """b. End to end with perf."""
+    E, PS, bytes_ratio, cfg = fig.E, fig.PS, fig.bytes_ratio, fig.cfg
     o('## b. End to end: perf record -F %s on the demo workload' % cfg.get('perf_freq', '?'))
     o('')
     o(f'`demo/imgdemo {cfg.get("perf_seconds", "?")}` (built without frame pointers, SFrame V1, '
@@ -561,6 +645,10 @@ def main():
       'of it); DWARF unwinds them from their .eh_frame.')
     o('')
 
+
+def render_registration(fig, ok, env, o):
+    """c. Registration: time and kernel memory."""
+    M, R, mem_k = fig.M, fig.R, fig.mem_k
     o('## c. Registration (prctl UNWIND_USER_SFRAME_REGISTER)')
     o('')
     o('Synthetic V2 sections (tools/testing/selftests/unwind_user/sframe_gen.c): N functions of '
@@ -596,6 +684,10 @@ def main():
       'memory.')
     o('')
 
+
+def render_growth(fig, ok, env, o):
+    """d. Growth: the lookup against the number of functions."""
+    G, cfg, fit, gdepth, per10 = fig.G, fig.cfg, fig.fit, fig.gdepth, fig.per10
     o('## d. Growth: SFrame lookup against the number of functions')
     o('')
     o(f'`growth_N` (bench/gen_funcs.py): N generated functions plus the driver\'s, same flags; '
@@ -620,6 +712,10 @@ def main():
           f'user copy), and {fmt(fit["icpt"], 0)} ns for the rest of the SFrame step.')
     o('')
 
+
+def render_exec(fig, ok, env, o):
+    """e. What exec pays for a section."""
+    G, execs = fig.G, fig.execs
     o('## e. What exec pays for a section')
     o('')
     o('fork + execve + exit of a growth program (it exits at once) with its section, which '
@@ -629,7 +725,7 @@ def main():
     o('')
     o('| binary | FDEs | .sframe bytes | exec with | exec without | difference | per MiB of section |')
     o('|---|---:|---:|---:|---:|---:|---:|')
-    for e in select(recs, 'exec'):
+    for e in execs:
         name = str(e['binary']).rsplit('/', 1)[-1]
         g = next((g for g in G if g['binary'] == name), {})
         d = e['sframe_median_ns'] - e['nosframe_median_ns']
@@ -639,9 +735,14 @@ def main():
           f'{fmt(d / 1000, 0)} us | {fmt(d / 1000 / mib if mib else None, 0)} us |')
     o('')
 
+
+def render_breakdown(fig, ok, env, o):
+    """Where the SFrame step's time goes (the kernel profile)."""
+    G, W, byn, cats, cfg = fig.G, fig.W, fig.byn, fig.cats, fig.cfg
+    deep, fit, per_frame, profiles, rest = fig.deep, fig.fit, fig.per_frame, fig.profiles, fig.rest
+    top = fig.top
     o('## Breakdown of the SFrame step')
     o('')
-    loops = {kv['unwinder']: kv for kv in select(recs, 'loop')}
     fp_deep = W['step', deep, 'fp'][0]
     o(f'Per frame, warm (fastest round), deep stack: frame pointers {fmt(fp_deep, 0)} ns; SFrame on a frame no '
       f'section covers (registry miss, remembered in the rule cache, then the frame-pointer rule) '
@@ -660,16 +761,6 @@ def main():
           'self time by symbol, symbols under 0.3% left out; ns per frame = share of samples x '
           'the measured time per frame):')
         o('')
-        per_frame = {}
-        for u in ('sframe', 'fp'):
-            kv = loops.get(u)
-            per_frame[u] = kv['ns'] / (kv['iters'] * kv['frames']) if kv else None
-        cats = {}
-        for u, rows in profiles.items():
-            for pct, _, sym_ in rows:
-                c = categorize(sym_)
-                cats.setdefault(c, {}).setdefault(u, 0.0)
-                cats[c][u] += pct
         o('| where | sframe: share | ns/frame | fp: share | ns/frame |')
         o('|---|---:|---:|---:|---:|')
         for c in [n for n, _ in CATEGORIES] + ['other (syscall, timer, perf, user space)']:
@@ -683,9 +774,7 @@ def main():
             o(f'| {c} | ' + ' | '.join(cells) + ' |')
         o(f'| total measured | | {fmt(per_frame.get("sframe"), 0)} | | {fmt(per_frame.get("fp"), 0)} |')
         o('')
-        dbg = 'lockdep and debug checks'
-        if dbg in cats and per_frame.get('sframe') and per_frame.get('fp'):
-            rest = {u: per_frame[u] * (1 - cats[dbg].get(u, 0.0) / 100) for u in ('sframe', 'fp')}
+        if rest:
             o(f'Without the time in lockdep and the debug checks (an estimate from the profile, '
               f'not a measurement of a production kernel): SFrame {fmt(rest["sframe"], 0)} ns, '
               f'frame pointers {fmt(rest["fp"], 0)} ns per frame, ratio '
@@ -702,41 +791,41 @@ def main():
           f'{fmt(fit["icpt"] if fit else None, 0)} ns + {fmt(fit["slope"] if fit else None, 0)} '
           f'ns per doubling of the FDEs.')
         o('')
-        top = profiles.get('sframe', [])[:15]
-        names = demangle([t[2] for t in top])
         o('Top symbols under the SFrame unwinder: ' + '; '.join(
-            f'{n} {pct:.1f}%' for (pct, _, _), n in zip(top, names)) + '.')
+            f'{n} {pct:.1f}%' for pct, n in top) + '.')
         o('')
 
+
+def render_goals(fig, ok, env, o):
+    """The goals and their verdicts, then the problems found."""
+    E, G, bytes_ratio, cold_med, fit = fig.E, fig.G, fig.bytes_ratio, fig.cold_med, fig.fit
+    k1000, leak, m1000, m20, miss_x = fig.k1000, fig.leak, fig.m1000, fig.m20, fig.miss_x
+    noalloc_last, per10, problems, ratio, shallow = fig.noalloc_last, fig.per10, fig.problems, fig.ratio, fig.shallow
+    shallow_x, us, us_x, warm_x = fig.shallow_x, fig.us, fig.us_x, fig.warm_x
     o('## Goals')
     o('')
     o('| goal | measured | verdict |')
     o('|---|---|---|')
     # Issue 12's targets, production kernel, ratios within this run.
-    shallow_x = ratio.get(('warm', shallow))
     o(f'| warm SFrame step <= 1.5x the frame-pointer step, deep and shallow | deep {fmt(warm_x)}x, '
-      f'shallow {fmt(shallow_x)}x | **{verdict(warm_x is not None and shallow_x is not None and max(warm_x, shallow_x) <= 1.5)}** |')
-    cold_med = ratio.get(('cold_median', deep))
+      f'shallow {fmt(shallow_x)}x | **{verdict(ok["warm"])}** |')
     o(f'| cold SFrame step <= 3x (median of the deep stack; the mean is noisier) | {fmt(cold_med)}x '
       f'(shallow median {fmt(ratio.get(("cold_median", shallow)))}x) '
-      f'| **{verdict(cold_med is not None and cold_med <= 3)}** |')
-    miss_x = ratio.get('uncovered')
+      f'| **{verdict(ok["cold"])}** |')
     o(f'| miss path (no section covers the frame) <= 1.2x | {fmt(miss_x)}x '
-      f'| **{verdict(miss_x is not None and miss_x <= 1.2)}** |')
+      f'| **{verdict(ok["miss"])}** |')
     if G:
         o(f'| flat in the number of FDEs ({G[0]["fdes"]} to {G[-1]["fdes"]}) | '
           + ', '.join(f'{g["fdes"]}: {fmt(g["sf"], 0)} ns' for g in G)
           + f' ({fmt(G[-1]["sf"] / G[0]["sf"])}x from first to last) '
-          f'| **{verdict(G[-1]["sf"] <= 1.2 * G[0]["sf"])}** |')
-    us = {m: E.get(m, {}).get('us_per_sample') for m in ('fp', 'sframe', 'nmisf', 'dwarf')}
+          f'| **{verdict(ok["flat"])}** |')
     for m, what in (('sframe', 'deferred SFrame (`fp,defer`)'),
                     ('nmisf', 'sample-time SFrame (plain `fp`)')):
-        r = us[m] / us['fp'] if us[m] and us['fp'] and us['fp'] > 0 else None
-        ok = r is not None and r <= 1.2 and us['dwarf'] is not None and us[m] < us['dwarf']
+        r = us_x[m]
         o(f'| end to end (section b): time lost per sample, '
           f'{what} <= 1.2x frame pointers alone, well below dwarf | '
           f'{fmt(us[m], 1)} us against {fmt(us["fp"], 1)} us ({fmt(r)}x); dwarf {fmt(us["dwarf"], 1)} us '
-          f'| **{verdict(ok)}** |')
+          f'| **{verdict(ok[m])}** |')
     fpb, fpbd = E.get('fpb', {}).get('us_per_sample'), E.get('fpbdefer', {}).get('us_per_sample')
     if fpb and fpbd:
         o(f'| (no target) what deferral itself costs: fp build, time lost per sample with '
@@ -746,7 +835,7 @@ def main():
     o(f'| perf.data per sample >= 20x smaller than dwarf, stacks at least as complete | '
       f'{fmt(bytes_ratio, 1)}x smaller; reach main {fmt(sf.get("main"), 1)}% vs '
       f'{fmt(dw.get("main"), 1)}%, exact {fmt(sf.get("exact"), 1)}% vs {fmt(dw.get("exact"), 1)}% '
-      f'| **{verdict(perf_ok)}**' + ('' if perf_ok or not bytes_ratio or bytes_ratio < 20 else
+      f'| **{verdict(ok["perf"])}**' + ('' if ok["perf"] or not bytes_ratio or bytes_ratio < 20 else
                                      ' (size met, completeness not)') + ' |')
     if 1 in m20 and 100000 in m20:
         o(f'| kernel memory per registration: the FDE table (20 B a function) and a fixed part, '
@@ -757,14 +846,14 @@ def main():
           + (f'; {fmt(m1000[1]["per_reg"], 0)} B each for 1000 registrations (median of '
              f'{len(k1000)} runs: ' + ', '.join(fmt(kv['per_reg'], 0) for kv in k1000) + ')'
              if 1 in m1000 else '')
-          + f' | **{verdict(mem_ok)}** |')
+          + f' | **{verdict(ok["mem"])}** |')
     o(f'| no allocation in the unwind path | static: {noalloc_last.replace("noalloc: ", "")} '
       f'(noalloc.py over vmlinux); runtime: SUnreclaim {leak.get("d_sunreclaim_kb", "?")} kB '
-      f'after {leak.get("unwinds", "?")} deep unwinds | **{verdict(alloc_ok)}** |')
+      f'after {leak.get("unwinds", "?")} deep unwinds | **{verdict(ok["alloc"])}** |')
     o(f'| lookup grows at most logarithmically with the number of functions | '
       + ', '.join(f'x{fmt(r)} per 10x ({lo}->{hi}, +{fmt(dlt, 0)} ns)' for lo, hi, r, dlt in per10)
       + (f'; a + b log2(FDEs) fits with R^2 {fmt(fit["r2"], 3)}' if fit else '')
-      + f' | **{verdict(log_ok)}** |')
+      + f' | **{verdict(ok["log"])}** |')
     o('')
     if problems:
         o('## Problems')
@@ -773,19 +862,49 @@ def main():
             o(f'- {p}')
         o('')
 
-    text = '\n'.join(L) + '\n'
-    with open(os.path.join(a.out, 'results.md'), 'w') as f:
-        f.write(text)
+
+def render(fig, ok, env):
+    """results.md: the figures @figig (measure()), the verdicts @ok (judge()),
+    the run's @env (environment())."""
+    L = []
+    for section in (render_header, render_step, render_perf, render_registration,
+                    render_growth, render_exec, render_breakdown, render_goals):
+        section(fig, ok, env, L.append)
+    return '\n'.join(L) + '\n'
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--results', required=True)
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--build', required=True)
+    ap.add_argument('--accel', required=True)
+    ap.add_argument('--noalloc', required=True)
+    ap.add_argument('--kernel', default='?')
+    ap.add_argument('--seconds', type=int, default=0)
+    ap.add_argument('--config', default='')
+    a = ap.parse_args()
+
+    recs, texts, _, profiles = parse(a.results)
+    noalloc = open(a.noalloc).read().splitlines() if os.path.exists(a.noalloc) else []
+    fig = measure(recs, texts, profiles, a.build, noalloc[-1] if noalloc else 'noalloc: not run')
+    for mode in fig.E:
+        if mode in texts:
+            with open(os.path.join(a.out, f'{mode}.perf-script.txt'), 'w') as out:
+                out.write(texts[mode])
+    text = render(fig, judge(fig), environment(a))
+    with open(os.path.join(a.out, 'results.md'), 'w') as out:
+        out.write(text)
     print(text)
     print(f'bench: results in {os.path.join(a.out, "results.md")}')
 
     def lk(n):
-        v = sfn(n)
+        v = fig.sfn(n)
         return f'{v:.0f}' if v else 'n/a'
-    print(f'bench: sframe_fp_step_ratio warm={fmt(warm_x)} cold={fmt(ratio.get(("cold_median", deep)))}')
-    print(f'bench: dwarf_sframe_bytes_ratio={fmt(bytes_ratio, 1)}')
+    print(f'bench: sframe_fp_step_ratio warm={fmt(fig.warm_x)} cold={fmt(fig.cold_med)}')
+    print(f'bench: dwarf_sframe_bytes_ratio={fmt(fig.bytes_ratio, 1)}')
     print(f'bench: lookup_ns fdes_1k={lk(1000)} fdes_10k={lk(10000)} fdes_100k={lk(100000)}')
-    return 1 if problems else 0
+    return 1 if fig.problems else 0
 
 
 if __name__ == '__main__':

@@ -18,7 +18,8 @@ BZ=${BZIMAGE:-$KB/build/arch/x86/boot/bzImage}
 rm -rf "$D/shell-guest"
 mkdir -p "$D/shell-guest"
 cp -a "$D/guest/selftests" "$D/shell-guest/"
-rm -f "$D/shell-guest/selftests/demo.sh"	# shell mode; keep the tree clean
+# Shell mode: keep the tree clean of the experiment's guest side.
+rm -f "$D/shell-guest/selftests/"{experiment,guest-demo.sh,guest-lib.sh}
 for f in "$@"; do
 	cp -L "$f" "$D/shell-guest/selftests/"
 done

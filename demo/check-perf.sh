@@ -19,4 +19,5 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { sed -n '3,18p' "$0" >&2; exit 2; }
-exec python3 "$HERE/perfscript.py" check "$@"
+# The top directory is the module path (harness/__init__.py).
+PYTHONPATH="$(dirname "$HERE")${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m demo.perfscript check "$@"

@@ -1,27 +1,26 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest side of `make demo` (installed as /selftests/demo.sh, run by /init in
-# demo mode with its output on ttyS1).  Profiles the workload six ways with
-# the real perf tool and prints, for each, a summary line and perf script's
-# output (gzip + base64) between markers for the host to split:
+# Guest side of `make demo` (installed as /selftests/guest-demo.sh, run by
+# /init in experiment mode with its output on ttyS1).  Profiles the workload
+# six ways with the real perf tool and prints, for each, a summary line and
+# perf script's output (gzip + base64, harness/guest-lib.sh's guest_block)
+# between markers for the host to split:
 #
 #   ### demo-run MODE seconds=S bytes=B
 #   ### demo-script MODE begin ... ### demo-script MODE end
 #
 # DEMO_SECONDS (from /selftests/demo.env if the host wrote one, default 8)
 # is how long the workload runs per profile.
-D=/selftests
-export HOME=/tmp PATH=$D:$PATH
-cd /tmp || exit 1
+# shellcheck source=harness/guest-lib.sh
+. /selftests/guest-lib.sh
 DEMO_SECONDS=8
 DEMO_FREQ=4000
 [ -f $D/demo.env ] && . $D/demo.env
 secs=$DEMO_SECONDS
 
 echo "### demo-start $(uname -r) $(perf version 2>&1)"
-echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
-echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+guest_perf_setup
 
 # Sample-time (NMI/IRQ) SFrame in perf_callchain_user(): off for the fp
 # row, which is what a kernel without this series does.
@@ -74,15 +73,11 @@ for m in $modes; do
 		sed "s/^/# $m: /" $m.out $m.err | grep -v 'libbpf support\|schedstat' | head -20
 		sed "s/^/# $m script: /" $m.script-err | head -5
 	} | tr -d '\000-\010\016-\037\177-\377'
-	echo "### demo-script $m begin"
-	gzip -c $m.txt | base64
-	echo "### demo-script $m end"
+	guest_block demo-script $m $m.txt
 	# DEMO_KEEP_DATA=1 (demo.env): perf.data and perf maps too, to debug
 	# perf on the host.
 	if [ "${DEMO_KEEP_DATA:-}" = 1 ]; then
-		echo "### demo-data $m begin"
-		tar -cz $m.data perf-*.map 2>/dev/null | base64
-		echo "### demo-data $m end"
+		tar -c $m.data perf-*.map 2>/dev/null | guest_block demo-data $m
 	fi
 	rm -f $m.data $m.txt
 done

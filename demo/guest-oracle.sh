@@ -1,29 +1,27 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest side of `make oracle` (installed as /selftests/demo.sh, run by /init
-# in demo mode with its output on ttyS1). Profiles three unmodified Debian
+# Guest side of `make oracle` (installed as /selftests/guest-oracle.sh, run
+# by /init in experiment mode with its output on ttyS1). Profiles three unmodified Debian
 # programs with perf record --call-graph dwarf --user-callchains: every
 # sample carries both the user stack the kernel unwound at sample time
 # (SFrame: the LD_AUDIT module registers every loaded object's section,
 # synthesized from its .eh_frame) and a copy of the stack, which perf
 # unwinds with DWARF (libdw). For each program it prints perf script's
 # output (kernel frames, then DWARF frames) and the raw callchains of perf
-# report -D (how many frames are the kernel's), gzip + base64, between
-# markers for demo/oracle.py:
+# report -D (how many frames are the kernel's), gzip + base64
+# (harness/guest-lib.sh's guest_block), between markers for demo/oracle.py:
 #
 #   ### oracle-run NAME rc=R samples=N
 #   ### oracle-script NAME begin ... end
 #   ### oracle-raw NAME begin ... end
-D=/selftests
-export HOME=/tmp PATH=$D:$PATH
-cd /tmp || exit 1
+# shellcheck source=harness/guest-lib.sh
+. /selftests/guest-lib.sh
 ORACLE_FREQ=500
 [ -f $D/oracle.env ] && . $D/oracle.env
 
 echo "### oracle-start $(uname -r) $(perf version 2>&1)"
-echo 0 >/proc/sys/kernel/kptr_restrict 2>/dev/null
-echo -1 >/proc/sys/kernel/perf_event_paranoid 2>/dev/null
+guest_perf_setup
 echo Y >/sys/module/kernel/parameters/unwind_user_nmi_sframe
 # perf script and perf report start addr2line for source lines; the guest
 # has none, and a write to the dead child killed perf report with SIGPIPE
@@ -55,12 +53,8 @@ profile() {
 	sed "s/^/# $name: /" $name.out $name.err $name.script-err $name.report-err | head -20 |
 		tr -d '\000-\010\016-\037\177-\377'
 	echo
-	echo "### oracle-script $name begin"
-	gzip -c $name.txt | base64
-	echo "### oracle-script $name end"
-	echo "### oracle-raw $name begin"
-	gzip -c $name.raw | base64
-	echo "### oracle-raw $name end"
+	guest_block oracle-script $name $name.txt
+	guest_block oracle-raw $name $name.raw
 	rm -f $name.data $name.txt $name.raw
 }
 

@@ -11,35 +11,28 @@ matches a DWARF frame at the same depth when the addresses are equal, or
 for callers when the DWARF one is the return address minus one (libdw
 reports the call, the kernel the return address).
 
-Usage: oracle.py RESULTS_LOG OUTDIR
+Usage: python3 -m demo.oracle RESULTS_LOG OUTDIR   (from the top directory)
 """
-import base64
-import gzip
 import re
 import sys
+
+from harness import guestlog
 
 PERF_CONTEXT_MAX = 0xFFFFFFFFFFFFF001
 
 
-def blocks(log):
-    """{(kind, name): bytes} of the base64 blocks, and the run lines."""
-    out, runs, cur, buf = {}, [], None, []
-    for line in open(log, errors="replace"):
-        line = line.rstrip("\n")
-        # (A marker may follow a line perf left without its newline.)
-        m = re.search(r"### oracle-(script|raw) (\S+) (begin|end)$", line)
-        if m:
-            if m.group(3) == "begin":
-                cur, buf = (m.group(1), m.group(2)), []
-            else:
-                out[cur] = gzip.decompress(base64.b64decode("".join(buf)))
-                cur = None
-            continue
-        if cur:
-            buf.append(line.strip())
-        elif line.startswith(("### oracle-run", "### oracle-startup", "# ")):
-            runs.append(line)
-    return out, runs
+def blocks(path):
+    """{(kind, name): text} of the script and raw blocks, and the run lines."""
+    log = guestlog.read(path)
+    out = {}
+    for kind, what in (("script", "perf script output"), ("raw", "perf report -D output")):
+        for name, text in log.texts(f"oracle-{kind}", "oracle", what).items():
+            out[kind, name] = text
+    runs = [line for line in log.lines
+            if line.startswith(("### oracle-run", "### oracle-startup", "# "))]
+    # Every program that began a block, even one whose output did not decode.
+    names = {name for tag, name in log.blocks if tag in ("oracle-script", "oracle-raw")}
+    return out, runs, names
 
 
 def raw_chains(text):
@@ -140,8 +133,8 @@ def compare(name, script, raw, report):
 
 def main():
     log, outdir = sys.argv[1], sys.argv[2]
-    data, runs = blocks(log)
-    names = sorted({n for _, n in data}, key=lambda n: ["xz", "sqlite3", "python3"].index(n)
+    data, runs, names = blocks(log)
+    names = sorted(names, key=lambda n: ["xz", "sqlite3", "python3"].index(n)
                    if n in ("xz", "sqlite3", "python3") else 9)
     for r in runs:
         print(r)
@@ -152,10 +145,9 @@ def main():
                 print(f"{name}: missing output")
                 ok = False
                 continue
-            counts, n = compare(name, data[("script", name)].decode(errors="replace"),
-                                data[("raw", name)].decode(errors="replace"), report)
+            counts, n = compare(name, data[("script", name)], data[("raw", name)], report)
             ok &= n > 0
-    starts = [dict(kv.split("=", 1) for kv in r.split()[2:]) for r in runs
+    starts = [guestlog.fields(r) for r in runs
               if r.startswith("### oracle-startup")]
     starts = [d for d in starts if d.get("plain_ms", "").isdigit() and d.get("audit_ms", "").isdigit()]
     if starts:

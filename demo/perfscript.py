@@ -1,17 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0
 """Read `perf script` text (with callchains) and check user stacks in it.
 
-Used by demo/report.py (the `make demo` table and flame graphs) and by
-demo/check-perf.sh (an assertion for the test harness).  Python 3 stdlib only.
+Used by demo/report.py (the `make demo` table and flame graphs), by
+bench/report.py and by demo/check-perf.sh (an assertion for the test
+harness).  Python 3 stdlib only; imported as demo.perfscript (see
+harness/__init__.py), run as `python3 -m demo.perfscript check ...`.
 
 A sample is a header line (comm, tid, time, event) followed by its callchain,
 one frame a line, leaf first:  "\t    7f01c0de1234 convolve_pixel (/selftests/libfilter.so)".
 """
-import base64
-import gzip
 import os
 import re
 import sys
+
+from harness import guestlog
 
 FRAME = re.compile(r'^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\((.*)\))?\s*$')
 
@@ -142,10 +144,12 @@ def check(text, chain=HOT_CHAIN, min_share=0.5, min_exact=0.95, min_samples=50):
 
 
 def from_results_log(text, mode='sframe'):
-    """The perf script text of run @mode out of a demo guest's results.log."""
-    blob = text.split(f'### demo-script {mode} begin', 1)[1]
-    blob = blob.split(f'### demo-script {mode} end', 1)[0]
-    return gzip.decompress(base64.b64decode(''.join(blob.split()))).decode(errors='replace')
+    """The perf script text of run @mode out of a demo guest's results.log,
+    or None if it has none."""
+    log = guestlog.parse(text.splitlines())
+    if ('demo-script', mode) not in log.blocks:
+        return None
+    return guestlog.decode(log.blocks['demo-script', mode]).decode(errors='replace')
 
 
 def main(argv):
@@ -165,8 +169,9 @@ def main(argv):
         with open(path, errors='replace') as f:
             text = f.read()
     run = os.environ.get('PERF_RUN', 'sframe')
-    if f'### demo-script {run} begin' in text:
-        text = from_results_log(text, run)
+    script = from_results_log(text, run)
+    if script is not None:
+        text = script
     ok, msg = check(text, min_share=min_share, min_exact=min_exact)
     print(('ok - ' if ok else 'not ok - ') + 'perf script stacks: ' + msg)
     return 0 if ok else 1

@@ -5,10 +5,8 @@ perf script outputs, print the comparison table, write collapsed stacks and
 flame graphs (inferno-flamegraph if installed, else a built-in SVG renderer),
 and end with the one-line summary.
 
-Usage: report.py RESULTS_LOG OUTDIR
+Usage: python3 -m demo.report RESULTS_LOG OUTDIR   (from the top directory)
 """
-import base64
-import gzip
 import html
 import os
 import re
@@ -17,8 +15,8 @@ import subprocess
 import sys
 import zlib
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import perfscript  # noqa: E402
+from demo import perfscript
+from harness import guestlog
 
 MODES = [('fp', 'fp (IRQ-time walker)', '--call-graph fp'),
          ('sframe', 'SFrame (deferred)', '--call-graph fp,defer'),
@@ -77,38 +75,23 @@ def lua_stats(samples):
 
 
 def split_log(path):
-    runs, blobs, notes = {}, {}, []
-    cur = None
-    with open(path, errors='replace') as f:
-        for line in f:
-            line = line.rstrip('\r\n')
-            m = re.match(r'### demo-run (\w+) (.*)', line)
+    """The guest's results.log: {mode: its demo-run fields, and images or
+    rounds from the workload's note}, {mode: perf script text}, the notes."""
+    log = guestlog.read(path)
+    runs, notes = {}, []
+    for line in log.lines:
+        m = re.match(r'### demo-run (\w+) (.*)', line)
+        if m:
+            runs[m.group(1)] = guestlog.fields(m.group(2))
+        elif line.startswith('# ') or line.startswith('### demo-start'):
+            notes.append(line)
+            m = re.match(r'# (\w+): imgdemo: (\d+) images in ([\d.]+) s', line)
             if m:
-                runs[m.group(1)] = dict(kv.split('=', 1) for kv in m.group(2).split())
-                continue
-            m = re.match(r'### demo-script (\w+) (begin|end)', line)
+                runs.setdefault(m.group(1), {})['images'] = m.group(2)
+            m = re.match(r'# (\w+): interp: (\d+) rounds', line)
             if m:
-                cur = m.group(1) if m.group(2) == 'begin' else None
-                if cur:
-                    blobs[cur] = []
-                continue
-            if cur:
-                blobs[cur].append(line.strip())
-            elif line.startswith('# ') or line.startswith('### demo-start'):
-                notes.append(line)
-                m = re.match(r'# (\w+): imgdemo: (\d+) images in ([\d.]+) s', line)
-                if m:
-                    runs.setdefault(m.group(1), {})['images'] = m.group(2)
-                m = re.match(r'# (\w+): interp: (\d+) rounds', line)
-                if m:
-                    runs.setdefault(m.group(1), {})['rounds'] = m.group(2)
-    texts = {}
-    for m, b in blobs.items():
-        try:
-            texts[m] = gzip.decompress(base64.b64decode(''.join(b))).decode(errors='replace')
-        except (ValueError, OSError, EOFError, zlib.error) as e:
-            print(f'demo: {m}: cannot decode perf script output: {e}', file=sys.stderr)
-    return runs, texts, notes
+                runs.setdefault(m.group(1), {})['rounds'] = m.group(2)
+    return runs, log.texts('demo-script', 'demo'), notes
 
 
 def inferno():

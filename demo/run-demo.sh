@@ -3,7 +3,8 @@
 #
 # make demo: build the workload, put it and perf into an initramfs of its
 # own, boot the test kernel, profile the workload six ways inside the guest
-# (demo/guest-demo.sh) and report on the host (demo/report.py).
+# (demo/guest-demo.sh) and report on the host (demo/report.py); the
+# staging, the boot and the report are harness/experiment.sh's.
 #
 # Usage: run-demo.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
 #   OUTDIR gets guest/ (the initramfs tree), run/ (console.log, results.log),
@@ -14,11 +15,11 @@
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(dirname "$HERE")
-G=$OUT/guest/selftests
+# shellcheck source=harness/experiment.sh
+. "$HERE/../harness/experiment.sh"
 export PATH=$HOME/.cargo/bin:$PATH
-mkdir -p "$OUT"
 
+experiment_begin demo "$OUT"
 # Flame graphs: inferno if it can be had, else report.py draws its own.
 if ! command -v inferno-flamegraph >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
 	echo "demo: cargo install inferno (once)"
@@ -26,20 +27,14 @@ if ! command -v inferno-flamegraph >/dev/null 2>&1 && command -v cargo >/dev/nul
 		echo "demo: inferno did not install (see $OUT/inferno-install.log); using the built-in SVG renderer"
 fi
 
-rm -rf "$OUT/guest"
-mkdir -p "$G"
 make -s -C "$HERE" O="$G"
-# perf without its debug info: the symbol table is enough, the initramfs
-# stays small.
-strip --strip-debug -o "$G/perf" "$PERF"
-install -m 755 "$HERE/guest-demo.sh" "$G/demo.sh"
-# The audit rows: the LD_AUDIT module and the sections sframe-synth makes for
-# the host's libc and ld.so, and for perf's libraries (perf runs with the
-# module too: guest-demo.sh). The guest gets the same files (extra-libs;
-# ld.so also under its name in the library path: the module's DT_NEEDED
-# names it, and ld.so finds itself for the audit namespace by that file).
-make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$G/" KHDR_INCLUDES="-I$REPO/include/uapi"
-(cd "$REPO/tools/unwind_user/sframe_synth" && cargo build --release -q)
+experiment_perf "$PERF"
+experiment_guest "$HERE/guest-demo.sh"
+# The audit rows: the sections sframe-synth makes for the host's libc and
+# ld.so, and for perf's libraries (perf runs with the module too:
+# guest-demo.sh). The guest gets the same files (extra-libs; ld.so also
+# under its name in the library path: the module's DT_NEEDED names it,
+# and ld.so finds itself for the audit namespace by that file).
 LIBS=(/lib/x86_64-linux-gnu/libc.so.6 /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2)
 LIBS+=($(ldd "$G/perf" | grep -o '/lib/x86_64-linux-gnu/lib[^ ]*' | grep -v '/libc\.so\.6$'))
 # The interpreter rows: Debian's lua5.4, its libraries' sections too, and
@@ -55,21 +50,10 @@ fi
 SYNTH=("${LIBS[@]}")
 [ -f "$G/unwind_assist.so" ] && SYNTH+=("$G/unwind_assist.so")
 SYNTH+=("$G/perf")
-"$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" \
-	--cache "$G/sframe-cache" "${SYNTH[@]}" >/dev/null
+"$REPO/harness/stage-audit.sh" "$G" "-I$REPO/include/uapi" "${SYNTH[@]}" >/dev/null
 printf '%s\n' "${LIBS[@]}" | grep -v '^/usr/bin/' >"$G/extra-libs"
 printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\nDEMO_MODES='%s'\nDEMO_KEEP_DATA=%s\n" "${DEMO_SECONDS:-8}" \
 	"${DEMO_FREQ:-4000}" "${DEMO_MODES:-}" "${DEMO_KEEP_DATA:-}" >"$G/demo.env"
-"$REPO/harness/mkinitramfs.sh" "$OUT/guest" "$OUT/initramfs.cpio.gz"
 
-start=$(date +%s)
-rc=0
-"$REPO/harness/run-guest.sh" "$BZ" "$OUT/initramfs.cpio.gz" "$OUT/run" demo "$TIMEOUT" || rc=$?
-echo "demo: guest ran $(( $(date +%s) - start )) s (exit $rc), logs in $OUT/run"
-if ! grep -q '### demo-end' "$OUT/run/results.log" 2>/dev/null; then
-	echo "demo: the guest did not finish the demo; tail of $OUT/run/console.log:" >&2
-	tail -20 "$OUT/run/console.log" >&2
-	exit 1
-fi
-python3 "$HERE/report.py" "$OUT/run/results.log" "$OUT" | tee "$OUT/report.txt"
-exit "${PIPESTATUS[0]}"
+experiment_boot "$BZ" "$TIMEOUT"
+experiment_report run_py demo.report "$OUT/run/results.log" "$OUT"

@@ -4,8 +4,8 @@
 # Boot the test kernel under QEMU with our initramfs.
 #
 # Usage: run-guest.sh BZIMAGE INITRAMFS OUTDIR MODE TIMEOUT
-#   MODE is passed to the guest's /init (harness=MODE): test, demo, probe or
-#   shell.  ttyS0 (the kernel console) goes to OUTDIR/console.log, ttyS1 (what
+#   MODE is passed to the guest's /init (harness=MODE): test, experiment,
+#   probe or shell.  ttyS0 (the kernel console) goes to OUTDIR/console.log, ttyS1 (what
 #   the tests print) to OUTDIR/results.log; in shell mode ttyS0 is this
 #   terminal.  TIMEOUT bounds the whole boot; 0 means no bound (shell).
 #   Exit status: 0 if the guest powered off by itself, 124 on timeout.

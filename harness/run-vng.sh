@@ -49,4 +49,4 @@ end=$(date +%s.%N)
 echo "$rc" >"$OUT/rc"
 echo "$start $end" | awk '{printf "%.1f\n", $2 - $1}' >"$OUT/seconds"
 echo "run-vng: vng exited with $rc after $(cat "$OUT/seconds") s" >&2
-python3 "$HERE/vng-summary.py" "$OUT"
+PYTHONPATH="$(dirname "$HERE")${PYTHONPATH:+:$PYTHONPATH}" python3 -m harness.vng_summary "$OUT"

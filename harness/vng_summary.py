@@ -12,8 +12,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import results  # noqa: E402  (harness/results.py)
+from harness import results
 
 TOP = re.compile(r"^(not ok|ok) (\d+) selftests: (\S+): (\S+)(\s*#\s*(\S+).*)?$")
 
