@@ -141,7 +141,8 @@ struct unwind_user_assist {
  * @cookie:  the cookie the signal carried
  * @entries: address of @nr __u64 frames, innermost first: addresses the
  *           profiler can name (a perf map file, /tmp/perf-PID.map, or a
- *           jitdump names them; see the documentation)
+ *           jitdump names them; see the documentation), and the marks
+ *           below, which say where they go in the kernel's walk
  * @nr:      0 to the @max_entries the process enabled
  * @flags:   0
  *
@@ -155,5 +156,25 @@ struct unwind_user_assist_frames {
 };
 
 #define UNWIND_USER_ASSIST_FRAMES_SIZE_VER0	24
+
+/*
+ * Marks in an answer's entries, for the profiler (values in the first
+ * page, where no code is): an answer that begins with
+ *
+ *	UNWIND_USER_ASSIST_LOOP, start, end	(once a code range)
+ *
+ * says that [start, end) is the interpreter's loop, and its frames follow
+ * in runs, innermost run first, each one
+ *
+ *	UNWIND_USER_ASSIST_RUN, frame, frame, ...	(innermost first)
+ *
+ * the interpreted frames that one activation of the loop on the machine
+ * stack was running. The profiler puts each run in the place of its
+ * loop's frame in the kernel's walk, so that native code that an
+ * interpreted function called stays above it. An answer without them
+ * goes above the whole walk.
+ */
+#define UNWIND_USER_ASSIST_LOOP		1
+#define UNWIND_USER_ASSIST_RUN		2
 
 #endif /* _UAPI_LINUX_UNWIND_USER_H */

@@ -5,8 +5,11 @@
  * unwinding"). Loaded with `lua5.4 -l unwind_assist script.lua`, it opts
  * the process in; on the kernel's signal it walks the interpreter's
  * CallInfo chain and answers with one address per Lua function on it
- * (innermost first); when the interpreter closes it names those addresses
- * in /tmp/perf-PID.map, so that perf script prints the script's functions.
+ * (innermost first), in runs, one for each luaV_execute() on the machine
+ * stack, so that perf puts them at the depth they were called from. It
+ * names those addresses in /tmp/perf-PID.map as it goes (from a count hook
+ * in the interpreter) and when the interpreter closes, so that perf script
+ * prints the script's functions, of a script that is still running too.
  *
  * It reads the interpreter's own structures (lstate.h, lobject.h), so it is
  * built against the source of the very Lua release it is loaded into (the
@@ -16,10 +19,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -47,8 +54,12 @@ static lua_State *main_L;
 static uintptr_t base;
 /* Which function each slot stands for; 0 if free. Written by the handler. */
 static const Proto *volatile slot_proto[NR_SLOTS];
+/* Whether its line is in the perf map. */
+static bool slot_named[NR_SLOTS];
 static volatile int failed;
 static int signo;
+/* luaV_execute()'s code, [loop_start, loop_end); 0 if not found. */
+static uintptr_t loop_start, loop_end;
 
 /* The slot of @p, taken on first sight (open addressing): -1 if full. */
 static int slot_of(const Proto *p)
@@ -73,21 +84,38 @@ static int slot_of(const Proto *p)
  * The kernel's request: async-signal-safe, it reads what the interpreter
  * left in its CallInfo chain (a frame being pushed may show its previous
  * function for a few instructions) and makes one system call.
+ *
+ * A run is the Lua frames of one luaV_execute() on the machine stack: the
+ * CallInfo that started it is marked CIST_FRESH, and C functions called
+ * from Lua (their CallInfos not Lua) are the native frames between runs.
  */
 static void on_request(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
 	uint64_t e[MAX_ENTRIES];
 	unsigned int n = 0;
+	bool in_run = false;
 	CallInfo *ci;
 
-	for (ci = main_L->ci; ci && ci != &main_L->base_ci && n < MAX_ENTRIES;
-	     ci = ci->previous) {
+	if (loop_start) {
+		e[n++] = UNWIND_USER_ASSIST_LOOP;
+		e[n++] = loop_start;
+		e[n++] = loop_end;
+	}
+	for (ci = main_L->ci; ci && ci != &main_L->base_ci; ci = ci->previous) {
 		const TValue *f;
 		int s;
 
 		if (!isLua(ci))
 			continue;
+		/* A stack cut short would put its runs at wrong depths. */
+		if (n + 2 > MAX_ENTRIES) {
+			n = 0;
+			break;
+		}
+		if (loop_start && !in_run)
+			e[n++] = UNWIND_USER_ASSIST_RUN;
+		in_run = !(ci->callstatus & CIST_FRESH);
 		f = s2v(ci->func);
 		if (!ttisLclosure(f))
 			continue;
@@ -136,30 +164,35 @@ static void name_from(lua_State *L, char **names, const char *prefix, int depth)
 	}
 }
 
-/* At lua_close(): write the perf map for the functions seen. */
-static int on_close(lua_State *L)
+/*
+ * Append to the perf map the functions seen since the last call: outside
+ * the handler, in the interpreter's own thread (a count hook, and at
+ * lua_close()), as their names come from its tables.
+ */
+static void write_map(lua_State *L)
 {
 	char *names[NR_SLOTS] = { 0 };
 	char path[64];
-	FILE *f;
+	FILE *f = NULL;
+	int s;
 
-	if (signo) {
-		struct unwind_user_assist off = { 0 };
-
-		prctl(PR_UNWIND_USER, UNWIND_USER_ASSIST_ENABLE, &off, sizeof(off), 0);
-	}
+	for (s = 0; s < NR_SLOTS && (slot_named[s] || !slot_proto[s]); s++)
+		;
+	if (s == NR_SLOTS)
+		return;
 	lua_pushglobaltable(L);
 	name_from(L, names, "", 0);
 	lua_pop(L, 1);
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
 	f = fopen(path, "a");
-	for (int s = 0; f && s < NR_SLOTS; s++) {
+	for (s = 0; f && s < NR_SLOTS; s++) {
 		const Proto *p = slot_proto[s];
 		const char *src;
 
-		if (!p)
+		if (!p || slot_named[s])
 			continue;
+		slot_named[s] = true;
 		src = p->source ? getstr(p->source) : "?";
 		if (*src == '@' || *src == '=')
 			src++;
@@ -181,12 +214,109 @@ static int on_close(lua_State *L)
 	}
 	if (f)
 		fclose(f);
-	for (int s = 0; s < NR_SLOTS; s++)
+	for (s = 0; s < NR_SLOTS; s++)
 		free(names[s]);
+}
+
+/* Every HOOK_COUNT instructions: name what was seen, for a running profile. */
+#define HOOK_COUNT	(1 << 22)
+
+static void on_count(lua_State *L, lua_Debug *ar)
+{
+	if (L == main_L)
+		write_map(L);
+}
+
+/* At lua_close(): the rest of the perf map. */
+static int on_close(lua_State *L)
+{
+	if (signo) {
+		struct unwind_user_assist off = { 0 };
+
+		prctl(PR_UNWIND_USER, UNWIND_USER_ASSIST_ENABLE, &off, sizeof(off), 0);
+	}
+	write_map(L);
 	if (getenv("UNWIND_ASSIST_DEBUG") && failed)
 		fprintf(stderr, "unwind_assist: last answer refused: %s\n",
 			strerror(failed));
 	return 0;
+}
+
+/*
+ * The code range of the function whose frame holds return address @ra,
+ * from the .eh_frame FDE that describes it (luaV_execute() is not a
+ * dynamic symbol). Assumes the FDE encodings GCC emits on x86-64 and
+ * checks what it reads against what the unwinder found.
+ */
+struct dwarf_eh_bases {
+	void *tbase;
+	void *dbase;
+	void *func;
+};
+extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
+
+static int fde_range(uintptr_t ra, uintptr_t *start, uintptr_t *end)
+{
+	struct dwarf_eh_bases bases;
+	const uint8_t *fde = _Unwind_Find_FDE((void *)(ra - 1), &bases);
+	int32_t begin;
+	uint32_t range;
+
+	if (!fde)
+		return -1;
+	/* length, CIE pointer, pc_begin and pc_range as pcrel|sdata4, udata4 */
+	memcpy(&begin, fde + 8, 4);
+	memcpy(&range, fde + 12, 4);
+	if ((uintptr_t)(fde + 8) + begin != (uintptr_t)bases.func)
+		return -1;
+	*start = (uintptr_t)bases.func;
+	*end = *start + range;
+	return ra > *start && ra <= *end ? 0 : -1;
+}
+
+static void *probe_ips[16];
+static int probe_nr;
+
+static int probe(lua_State *L)
+{
+	probe_nr = backtrace(probe_ips, 16);
+	return 0;
+}
+
+/*
+ * Find luaV_execute(): call a Lua function that calls probe() through
+ * lua_callk(), a dynamic symbol of known size. In Lua 5.4 the machine
+ * stack is then probe <- luaD_precall <- luaV_execute <- luaD_callnoyield
+ * <- lua_callk: the loop's frame is two above the probe and two below
+ * lua_callk. Anything else (another build, inlining), and the answers
+ * carry no runs: better frames above the walk than at a wrong depth.
+ */
+static void find_loop(lua_State *L)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym;
+	uintptr_t callk, s, e;
+	int k;
+
+	if (luaL_loadstring(L, "local probe = ...; probe()")) {
+		lua_pop(L, 1);
+		return;
+	}
+	lua_pushcfunction(L, probe);
+	lua_call(L, 1, 0);
+	callk = (uintptr_t)&lua_callk;
+	if (!dladdr1((void *)callk, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+		return;
+	for (k = 1; k < probe_nr; k++) {
+		uintptr_t ip = (uintptr_t)probe_ips[k];
+
+		if (ip > callk && ip <= callk + sym->st_size)
+			break;
+	}
+	if (k != 4 || fde_range((uintptr_t)probe_ips[2], &s, &e))
+		return;
+	loop_start = s;
+	loop_end = e;
 }
 
 EXPORT int luaopen_unwind_assist(lua_State *L)
@@ -204,6 +334,13 @@ EXPORT int luaopen_unwind_assist(lua_State *L)
 	void *p;
 
 	main_L = G(L)->mainthread;
+	find_loop(L);
+	if (!loop_start && getenv("UNWIND_ASSIST_DEBUG"))
+		fprintf(stderr, "unwind_assist: luaV_execute not found: frames go above the walk\n");
+	else if (getenv("UNWIND_ASSIST_DEBUG"))
+		fprintf(stderr, "unwind_assist: loop at %#lx-%#lx\n", (unsigned long)loop_start, (unsigned long)loop_end);
+	if (!lua_gethook(L))
+		lua_sethook(L, on_count, LUA_MASKCOUNT, HOOK_COUNT);
 	p = mmap(NULL, NR_SLOTS * SLOT_SIZE, PROT_READ | PROT_EXEC,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)

@@ -6,10 +6,12 @@
  * deferred walk shows the interpreter's native frames (vm_run, main); the
  * answer, a second deferred record with the same cookie, must name the
  * interpreted functions in their calling order for >= 99% of the samples
- * taken in interpreted code. Every refused answer (wrong cookie, twice,
- * late, oversized, a kernel address, another thread's cookie, none asked)
- * gets its documented errno and brings no record; a process that did not
- * opt in, or has no handler for the signal, is not signalled.
+ * taken in interpreted code, as one run of the interpreter's loop
+ * (UNWIND_USER_ASSIST_LOOP with vm_run's code, UNWIND_USER_ASSIST_RUN).
+ * Every refused answer (wrong cookie, twice, late, oversized, a kernel
+ * address, another thread's cookie, none asked) gets its documented errno
+ * and brings no record; a process that did not opt in, or has no handler
+ * for the signal, is not signalled.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -90,6 +92,9 @@ static volatile unsigned long sink;
  * from /tmp/perf-PID.map, as for a JIT.
  */
 static uint64_t fn_base;
+/* vm_run()'s code: the interpreter's loop, whose frame the run replaces. */
+static uint64_t loop_start, loop_size;
+#define ANSWER_HEAD	4	/* LOOP, start, end, RUN */
 
 static uint64_t fn_addr(int f)
 {
@@ -182,8 +187,11 @@ static void note_err(long r)
 static void on_assist(int sig, siginfo_t *si, void *uc)
 {
 	uint64_t cookie = (uintptr_t)si->si_value.sival_ptr;
-	uint64_t e[MAX_ENTRIES + 1];
-	int n = 0, d = vm_depth;
+	uint64_t e[MAX_ENTRIES + 1] = {
+		UNWIND_USER_ASSIST_LOOP, loop_start, loop_start + loop_size,
+		UNWIND_USER_ASSIST_RUN,
+	};
+	int n = ANSWER_HEAD, d = vm_depth;
 
 	signals++;
 	while (d > 0 && n < MAX_ENTRIES)
@@ -267,6 +275,8 @@ static void setup(void)
 	void *p;
 
 	sym_init();
+	if (!loop_start)
+		sym_addr("vm_run", &loop_start, &loop_size);
 	if (!fn_base) {
 		p = mmap(NULL, 4096, PROT_READ | PROT_EXEC,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -302,14 +312,19 @@ static long run_assisted(enum mode m, double seconds)
 	return assist_enable(0, 0, 0);
 }
 
-/* Is @a, innermost first, a stack the interpreter can have? */
+/*
+ * Is @a, innermost first, a stack the interpreter can have, said to be the
+ * one run of vm_run()?
+ */
 static bool right_order(const struct ustack *a)
 {
 	int f, prev = -1;
 
-	if (!a->nr)
+	if (a->nr <= ANSWER_HEAD || a->ip[0] != UNWIND_USER_ASSIST_LOOP ||
+	    a->ip[1] != loop_start || a->ip[2] != loop_start + loop_size ||
+	    a->ip[3] != UNWIND_USER_ASSIST_RUN || !loop_size)
 		return false;
-	for (unsigned int i = 0; i < a->nr; i++) {
+	for (unsigned int i = ANSWER_HEAD; i < a->nr; i++) {
 		f = addr_fn(a->ip[i]);
 		if (f < 0 || (prev >= 0 && fn_caller[prev] != f))
 			return false;
@@ -364,7 +379,8 @@ TEST(assist_names_in_order)
 			for (unsigned int k = 0; k < a->nr; k++) {
 				int f = addr_fn(a->ip[k]);
 
-				printf("# wrong: %s\n", f < 0 ? "?" : fn_name[f]);
+				printf("# wrong: %s %#llx\n", f < 0 ? "?" : fn_name[f],
+				       (unsigned long long)a->ip[k]);
 			}
 		}
 	}
