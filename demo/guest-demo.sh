@@ -11,11 +11,14 @@
 #   ### demo-script MODE begin ... ### demo-script MODE end
 #
 # DEMO_SECONDS (from /selftests/demo.env if the host wrote one, default 8)
-# is how long the workload runs per profile.
+# is how long the workload runs per profile; PYTORTURE_SECONDS (60) how long
+# the Python torture run lasts, sampled at PYTORTURE_FREQ (10000) a second.
 # shellcheck source=harness/guest-lib.sh
 . /selftests/guest-lib.sh
 DEMO_SECONDS=8
 DEMO_FREQ=4000
+PYTORTURE_SECONDS=60
+PYTORTURE_FREQ=10000
 [ -f $D/demo.env ] && . $D/demo.env
 secs=$DEMO_SECONDS
 
@@ -34,6 +37,10 @@ modes="fp sframe nmi dwarf"
 # registered by the LD_AUDIT module in both), without and with the module
 # that answers user-assisted unwinding requests with the Lua functions.
 [ -x $D/lua5.4 ] && [ -f $D/unwind_assist.so ] && modes="$modes luaplain lua"
+# The Python rows: Debian's python3.11 running pywork.py without and with
+# tools/unwind_user/python's extension (python3 -m unwind_assist), and the
+# torture run (pytorture.py, sampled at PYTORTURE_FREQ, no perf script).
+[ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && modes="$modes pyplain py pytorture"
 # DEMO_MODES (demo.env): only these.
 [ -n "${DEMO_MODES:-}" ] && modes=$DEMO_MODES
 # The module is in perf's environment too, as when LD_AUDIT is set for a
@@ -55,8 +62,33 @@ for m in $modes; do
 		cmd="$D/lua5.4 $D/interp.lua $secs" ;;
 	lua)	cg=fp,defer; echo N >$NMI_SFRAME; pre="$audit LUA_CPATH=$D/unwind_assist.so UNWIND_ASSIST_DEBUG=1"
 		cmd="$D/lua5.4 -l unwind_assist $D/interp.lua $secs" ;;
+	pyplain) cg=fp,defer; echo N >$NMI_SFRAME; pre=$audit
+		cmd="/usr/bin/python3.11 -S $D/pywork.py $secs" ;;
+	py)	cg=fp,defer; echo N >$NMI_SFRAME
+		pre="$audit PYTHONPATH=$D/pyassist UNWIND_ASSIST_DEBUG=1"
+		cmd="/usr/bin/python3.11 -S -m unwind_assist $D/pywork.py $secs" ;;
+	pytorture) cg=fp,defer; echo N >$NMI_SFRAME
+		pre="$audit PYTHONPATH=$D/pyassist UNWIND_ASSIST_DEBUG=1"
+		# A hang is a failure too: four times its time at most.
+		cmd="timeout -s KILL $((PYTORTURE_SECONDS * 4)) /usr/bin/python3.11 -S -m unwind_assist"
+		cmd="$cmd $D/pytorture.py $PYTORTURE_SECONDS" ;;
 	esac
 	t0=$(date +%s)
+	if [ $m = pytorture ]; then
+		# Recorded to a pipe, counted and dropped: a minute at this rate
+		# would not fit in the guest's memory. The script reports on
+		# stderr, as stdout is perf's stream.
+		{
+			$pre perf record -e cpu-clock:u -F "$PYTORTURE_FREQ" --call-graph $cg -N \
+				-o - -- $cmd 2>$m.err
+			echo $? >$m.rc
+		} | wc -c >$m.bytes
+		t1=$(date +%s)
+		echo "### demo-run $m rc=$(cat $m.rc) callgraph=$cg freq=$PYTORTURE_FREQ record_s=$((t1 - t0)) bytes=$(cat $m.bytes)"
+		sed "s/^/# $m: /" $m.err | grep -v 'libbpf support\|schedstat' | head -40 |
+			tr -d '\000-\010\016-\037\177-\377'
+		continue
+	fi
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
 	$pre perf record -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
 		-- $cmd >$m.out 2>$m.err

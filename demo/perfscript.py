@@ -15,7 +15,8 @@ import sys
 
 from harness import guestlog
 
-FRAME = re.compile(r'^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\((.*)\))?\s*$')
+# The DSO is the last parenthesized field: a name may hold parentheses too.
+FRAME = re.compile(r'^\s+([0-9a-fA-F]+)\s+(.*?)(?:\s+\(([^()]*)\))?\s*$')
 
 # The demo workload's call graph: each function and its caller.
 WORKLOAD_CALLER = {
@@ -108,6 +109,34 @@ def stats(samples):
         'hot_chain': sum(map(has_chain, samples)),
         'depth_sum': sum(len(s[1]) for s in samples),
     }
+
+
+# Frames a task gave itself (user-assisted unwinding), named by its perf map.
+PERF_MAP = re.compile(r'/tmp/perf-\d+\.map$')
+
+
+def interpreted(sample, interp):
+    """The interpreted frames of @sample, leaf first, and whether a native
+    frame is found below the outermost of them that the interpreter's start
+    does not explain: native code an interpreted function called, put below
+    it as its caller. Below the outermost interpreted frame there may be
+    only the interpreter's binary @interp (a DSO basename), then libc's start
+    of the process or the thread, then the binary's _start."""
+    frames = sample[1]
+    at = [i for i, (_, dso) in enumerate(frames) if PERF_MAP.search(dso)]
+    if not at:
+        return [], False
+    below = ''.join('B' if os.path.basename(dso) == interp else
+                    'L' if os.path.basename(dso).startswith('libc.so') else 'X'
+                    for _, dso in frames[at[-1] + 1:])
+    return [frames[i][0] for i in at], not re.fullmatch('B*L*B?', below)
+
+
+def interp_right(names, callers, root):
+    """Whether interpreted frames @names, leaf first, are each called by the
+    next (@callers: a function's possible callers), up to @root."""
+    return bool(names) and names[-1] == root and all(
+        names[i + 1] in callers.get(names[i], ()) for i in range(len(names) - 1))
 
 
 def folded(samples, comm_root=False):

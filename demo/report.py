@@ -15,7 +15,7 @@ import subprocess
 import sys
 import zlib
 
-from demo import perfscript
+from demo import perfscript, pywork
 from harness import guestlog
 
 MODES = [('fp', 'fp (IRQ-time walker)', '--call-graph fp'),
@@ -39,39 +39,161 @@ LUA_ROOT = 'interp.lua'
 # kernel does not ask a thread that blocks the signal, and the handler
 # blocks it while it runs).
 LUA_HANDLER = 'on_request'
+# The interpreter's binary, whose frames are the only native ones besides
+# libc's start that may call Lua functions.
+LUA_BINARY = 'lua5.4'
 
 
 def lua_stats(samples):
     """Of the samples taken while the script ran (from the first to the last
     that names a Lua function: not the interpreter's start-up, which loads
-    and compiles the script, nor its exit), how many name a Lua function,
-    and how many have Lua frames (first in the stack, as perf puts a task's
-    own frames) that are each called by the next, up to the main chunk;
-    the samples taken in the module's handler are counted apart, not in
-    the others. Returns (samples while the script ran, out of the handler,
-    named, right, in the handler)."""
+    and compiles the script, nor its exit), how many name a Lua function;
+    how many have Lua frames (the module's, from its perf map) that are each
+    called by the next, up to the main chunk; and how many have native code
+    below a Lua function that the interpreter's start does not explain (a
+    callee put as its caller). The samples taken in the module's handler
+    are counted apart, not in the others. Returns (samples while the script
+    ran, out of the handler, named, right, in the handler, native caller)."""
     names = set(LUA_CALLERS) | {LUA_ROOT}
     named_at = [any(f in names for f in perfscript.syms(s)) for s in samples]
     if True not in named_at:
-        return len(samples), len(samples), 0, 0, 0
+        return len(samples), len(samples), 0, 0, 0, 0
     first = named_at.index(True)
     last = len(named_at) - 1 - named_at[::-1].index(True)
-    named = right = handler = 0
+    named = right = handler = wrong = 0
     for s in samples[first:last + 1]:
         fr = perfscript.syms(s)
         if LUA_HANDLER in fr:
             handler += 1
             continue
-        lua = []
-        for f in fr:
-            if f not in names:
-                break
-            lua.append(f)
+        lua, below = perfscript.interpreted(s, LUA_BINARY)
         named += any(f in names for f in fr)
-        right += bool(lua) and lua[-1] == LUA_ROOT and all(
-            lua[i + 1] in LUA_CALLERS.get(lua[i], ()) for i in range(len(lua) - 1))
+        right += perfscript.interp_right(lua, LUA_CALLERS, LUA_ROOT)
+        wrong += below
     ns = last + 1 - first
-    return ns, ns - handler, named, right, handler
+    return ns, ns - handler, named, right, handler, wrong
+
+
+# The Python rows: Debian's python3.11 running demo/pywork.py, without and
+# with tools/unwind_user/python's extension; the torture run apart.
+PY_MODES = [('pyplain', 'Python, kernel walk', '--call-graph fp,defer'),
+            ('py', 'Python + unwind_assist', '--call-graph fp,defer')]
+PY_BINARY = 'python3.11'
+# Where a native walk is in Python code even when no Python frame is named.
+PY_LOOP = '_PyEval_EvalFrameDefault'
+# The extension's own code: a sample there is the cost of an answer.
+PY_HANDLER_DSO = re.compile(r'/_unwind_assist[^/]*\.so$')
+
+
+def py_frame(name):
+    """(qualified name, file) of a frame the extension named
+    "QUALNAME (FILE:LINE)"."""
+    m = re.match(r'(.*) \((.*):\d+\)$', name)
+    return (m.group(1), m.group(2)) if m else (name, '')
+
+
+def py_right(names):
+    """Whether Python frames @names, leaf first, reach a root of pywork.py
+    (its module, or threading's start of a thread), each workload function
+    called by one of its callers (pywork.CALLERS)."""
+    chain = [py_frame(n) for n in names]
+    for i, (q, f) in enumerate(chain):
+        if (q, f) in (('<module>', 'pywork.py'), ('Thread._bootstrap', 'threading.py')):
+            break
+    else:
+        return False
+    chain = chain[:i + 1]
+    return all(p in pywork.CALLERS[c] for (c, _), (p, _) in zip(chain, chain[1:])
+               if c in pywork.CALLERS)
+
+
+def py_stats(samples):
+    """Of the samples taken in Python code (a Python frame named, or the
+    interpreter's loop in the walk) while the workload ran (from the first
+    to the last that names a workload function), outside the extension:
+    how many name Python functions, how many reach a root in calling order
+    (py_right), how many name them in an order the program cannot have,
+    and how many have native code below a Python function that the
+    interpreter's start does not explain. Returns a dict."""
+    def workload(s):
+        return any(py_frame(f)[0] in pywork.CALLERS for f in perfscript.interpreted(s, PY_BINARY)[0])
+    at = [workload(s) for s in samples]
+    r = dict(in_python=0, named=0, right=0, bad_order=0, callee_below=0, handler=0)
+    if True not in at:
+        at = [True] * len(samples)
+    first, last = at.index(True), len(at) - 1 - at[::-1].index(True)
+    for s in samples[first:last + 1]:
+        if any(PY_HANDLER_DSO.search(dso) for _, dso in s[1]):
+            r['handler'] += 1
+            continue
+        names, below = perfscript.interpreted(s, PY_BINARY)
+        if not names and PY_LOOP not in perfscript.syms(s):
+            continue
+        r['in_python'] += 1
+        r['named'] += bool(names)
+        ok = py_right(names)
+        r['right'] += ok
+        r['bad_order'] += bool(names) and not ok
+        r['callee_below'] += below
+    return r
+
+
+def python_rows(runs, texts, outdir, res, want):
+    """The Python table, its flame graphs and the torture run's line."""
+    rows = [m for m, _, _ in PY_MODES if m in runs]
+    if not rows:
+        return
+    print()
+    hdr = (f"{'interpreter':<22} {'samples':>7} {'in Python':>9} {'handler':>7} {'named':>7} "
+           f"{'right':>7} {'bad order':>9} {'callee below':>12} {'rounds':>6} {'children':>8}")
+    print(hdr)
+    print('-' * len(hdr))
+    for mode, label, opt in PY_MODES:
+        if mode not in rows:
+            continue
+        want.append(mode)
+        if mode not in texts:
+            print(f'demo: no perf script output for {mode}', file=sys.stderr)
+            continue
+        with open(os.path.join(outdir, f'{mode}.perf-script.txt'), 'w') as f:
+            f.write(texts[mode])
+        samples = perfscript.parse(texts[mode])
+        st = py_stats(samples)
+        run = runs[mode]
+        n = st['in_python']
+        res[mode] = dict(st, named_pct=pct(st['named'], n), right_pct=pct(st['right'], n),
+                         handler_pct=pct(st['handler'], n + st['handler']),
+                         rounds=int(run.get('rounds', 0)))
+        fold = perfscript.folded(samples)
+        with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
+            f.write(fold)
+        svg = os.path.join(outdir, f'flamegraph-{mode}.svg')
+        res[mode]['svg'] = (svg, flamegraph(fold, f'python3.11 pywork.py, {label}: {opt} '
+                                            f'({len(samples)} samples)', svg))
+        print(f"{label:<22} {len(samples):>7} {n:>9} {res[mode]['handler_pct']:>6.1f}% "
+              f"{res[mode]['named_pct']:>6.1f}% {res[mode]['right_pct']:>6.1f}% "
+              f"{st['bad_order']:>9} {st['callee_below']:>12} {run.get('rounds', '?'):>6} "
+              f"{run.get('children_ok', '?')}/{run.get('children_failed', '?')}")
+        for line in run.get('assist', []):
+            print(f'  {mode}: unwind_assist: {line}')
+    print()
+    print('in Python: samples with a Python function named or the interpreter\'s loop in the walk,')
+    print('  from the first to the last that names a workload function, out of the handler;')
+    print('handler: share taken in the extension (the cost of the answers);')
+    print('named, right: of those in Python, share naming Python functions, and naming them each called')
+    print('  by one of its callers (demo/pywork.py CALLERS) down to the module or the thread\'s start;')
+    print('bad order: samples whose Python functions are named in an order the program cannot have;')
+    print('callee below: native code below a Python function that the interpreter\'s start does not explain;')
+    print('children: subprocess.run() children that exited 0 / did not.')
+    t = runs.get('pytorture')
+    if t is not None:
+        want.append('pytorture')
+        res['pytorture'] = dict(rc=t.get('rc', '?'), threads=t.get('threads', '0'),
+                                rounds=t.get('rounds', '0'))
+        print(f"torture: rc={t.get('rc', '?')} threads={t.get('threads', '?')} "
+              f"rounds={t.get('rounds', '?')} at -F {t.get('freq', '?')} for {t.get('record_s', '?')} s")
+        for line in t.get('assist', []):
+            print(f'  pytorture: unwind_assist: {line}')
 
 
 def split_log(path):
@@ -91,6 +213,18 @@ def split_log(path):
             m = re.match(r'# (\w+): interp: (\d+) rounds', line)
             if m:
                 runs.setdefault(m.group(1), {})['rounds'] = m.group(2)
+            m = re.match(r'# (\w+): pywork: (\d+) rounds, threads (\d+) joined, '
+                         r'children (\d+) ok (\d+) failed', line)
+            if m:
+                runs.setdefault(m.group(1), {}).update(
+                    rounds=m.group(2), threads=m.group(3), children_ok=m.group(4),
+                    children_failed=m.group(5))
+            m = re.match(r'# (\w+): pytorture: (\d+) threads joined, (\d+) rounds', line)
+            if m:
+                runs.setdefault(m.group(1), {}).update(threads=m.group(2), rounds=m.group(3))
+            m = re.match(r'# (\w+): unwind_assist: (.*)', line)
+            if m:
+                runs.setdefault(m.group(1), {}).setdefault('assist', []).append(m.group(2))
     return runs, log.texts('demo-script', 'demo'), notes
 
 
@@ -227,7 +361,7 @@ def main():
     if lua_rows:
         print()
         lh = (f"{'interpreter':<22} {'perf record option':<22} {'samples':>7} {'in script':>9} "
-              f"{'handler':>7} {'Lua named':>9} {'Lua right':>9} {'bytes/sample':>12} {'lost':>6} "
+              f"{'handler':>7} {'Lua named':>9} {'Lua right':>9} {'callee below':>12} {'bytes/sample':>12} {'lost':>6} "
               f"{'rounds':>6}")
         print(lh)
         print('-' * len(lh))
@@ -244,9 +378,9 @@ def main():
         lost = []
         samples = perfscript.parse(texts[mode], lost)
         n = len(samples)
-        ns, nw, named, right, handler = lua_stats(samples)
+        ns, nw, named, right, handler, wrong = lua_stats(samples)
         nbytes = int(runs[mode].get('bytes', 0))
-        res[mode] = dict(named=pct(named, nw), right=pct(right, nw),
+        res[mode] = dict(named=pct(named, nw), right=pct(right, nw), wrong=wrong,
                          handler=pct(handler, ns), bps=nbytes / n if n else 0.0)
         fold = perfscript.folded(samples)
         with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
@@ -255,7 +389,7 @@ def main():
         res[mode]['svg'] = (svg, flamegraph(fold, f'lua5.4 interp.lua, {label}: {opt} ({n} samples)', svg))
         print(f"{label:<22} {opt:<22} {n:>7} {ns:>9} {res[mode]['handler']:>6.1f}% "
               f"{res[mode]['named']:>8.1f}% "
-              f"{res[mode]['right']:>8.1f}% {res[mode]['bps']:>12.0f} {sum(lost):>6} "
+              f"{res[mode]['right']:>8.1f}% {wrong:>12} {res[mode]['bps']:>12.0f} {sum(lost):>6} "
               f"{runs[mode].get('rounds', '?'):>6}")
     if lua_rows:
         print()
@@ -264,9 +398,12 @@ def main():
         print('handler: of those, share taken in the module\'s signal handler (the cost of the answers);')
         print('Lua named: of the others, share with a Lua function of interp.lua in the stack;')
         print('Lua right: of the others, share whose Lua frames are each called by the next, up to the main chunk;')
+        print('callee below: samples with native code below a Lua function (as its caller) that is not the')
+        print('  interpreter\'s start: a callee at the wrong depth;')
         print('rounds: work the script got done in its fixed guest time under profiling.')
+    python_rows(runs, texts, outdir, res, want)
     print()
-    for mode, _, _ in MODES + LUA_MODES:
+    for mode, _, _ in MODES + LUA_MODES + PY_MODES:
         if mode in res:
             svg, how = res[mode]['svg']
             print(f'demo: flame graph {mode}: {svg} ({how})')
@@ -286,11 +423,24 @@ def main():
           '(plain --call-graph fp, same registration) dwarf=%s' % (
               g('auditnmi', 'main', '%.1f%%'), g('auditnmi', 'bps', '%.0f'),
               g('dwarf', 'main', '%.1f%%')))
-    print('demo: interpreter lua_right=%s lua_named=%s in_handler=%s without_module_named=%s '
+    print('demo: interpreter lua_right=%s lua_callee_below=%s lua_named=%s in_handler=%s '
+          'without_module_named=%s '
           'bytes_per_sample=%s (lua5.4 -l unwind_assist, --call-graph fp,defer)' % (
-              g('lua', 'right', '%.1f%%'), g('lua', 'named', '%.1f%%'),
+              g('lua', 'right', '%.1f%%'), g('lua', 'wrong', '%d'), g('lua', 'named', '%.1f%%'),
               g('lua', 'handler', '%.1f%%'),
               g('luaplain', 'named', '%.1f%%'), g('lua', 'bps', '%.0f')))
+    py, plain = res.get('py'), res.get('pyplain')
+    if py:
+        cost = 100.0 * (1 - py['rounds'] / plain['rounds']) if plain and plain['rounds'] else 0.0
+        print('demo: python py_right=%.1f%% py_bad_order=%d py_callee_below=%d py_named=%.1f%% '
+              'in_handler=%.1f%% without_ext_named=%s rounds_plain=%s rounds_ext=%d work_lost=%.1f%% '
+              'children_failed=%s torture_rc=%s torture_threads=%s' % (
+                  py['right_pct'], py['bad_order'], py['callee_below'], py['named_pct'],
+                  py['handler_pct'], g('pyplain', 'named_pct', '%.1f%%'),
+                  g('pyplain', 'rounds', '%d'), py['rounds'], cost,
+                  runs['py'].get('children_failed', '?'),
+                  res.get('pytorture', {}).get('rc', 'n/a'),
+                  res.get('pytorture', {}).get('threads', 'n/a')))
     return 0 if all(m in res for m in want) else 1
 
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make demo: build the workload, put it and perf into an initramfs of its
-# own, boot the test kernel, profile the workload six ways inside the guest
+# own, boot the test kernel, profile the workloads inside the guest
 # (demo/guest-demo.sh) and report on the host (demo/report.py); the
 # staging, the boot and the report are harness/experiment.sh's.
 #
@@ -11,7 +11,8 @@
 #   the flame graphs, the perf script outputs and report.txt.
 # Environment: DEMO_SECONDS, seconds the workload runs per profile (8);
 # DEMO_FREQ, perf record -F (4000); DEMO_MODES, only these rows (e.g. "lua");
-# DEMO_KEEP_DATA=1, also perf.data and perf maps in results.log.
+# DEMO_KEEP_DATA=1, also perf.data and perf maps in results.log;
+# PYTORTURE_SECONDS, how long the Python torture run lasts (60).
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -47,13 +48,38 @@ if [ -x /usr/bin/lua5.4 ]; then
 		LUA_DIR="$(dirname "$OUT")/lua-src" KHDR_INCLUDES="-I$REPO/include/uapi"
 	LIBS+=(/usr/bin/lua5.4 $(ldd /usr/bin/lua5.4 | grep -o '/lib/x86_64-linux-gnu/lib[^ ]*'))
 fi
+# The Python rows: Debian's python3.11 running pywork.py (and the torture
+# script), the files of its standard library they import (found by running
+# them here), and tools/unwind_user/python's extension, built against
+# Debian's python3.11-dev.
+PYFILES=()
+if [ -x /usr/bin/python3.11 ]; then
+	install -m 644 "$HERE/pywork.py" "$HERE/pytorture.py" "$G/"
+	make -s -C "$REPO/tools/unwind_user/python" OUTPUT="$G/pyassist/" \
+		KHDR_INCLUDES="-I$REPO/include/uapi"
+	: >"$OUT/pyfiles"
+	(cd "$OUT" && PYTHONPATH="$G/pyassist" /usr/bin/python3.11 -S "$HERE/pymodules.py" \
+		"$OUT/pyfiles" -m unwind_assist "$HERE/pywork.py" 0.2 >/dev/null &&
+		/usr/bin/python3.11 -S "$HERE/pymodules.py" "$OUT/pyfiles" \
+		"$HERE/pytorture.py" 0.2 >/dev/null)
+	mapfile -t PYFILES < <(sort -u "$OUT/pyfiles")
+	PYSO=$(printf '%s\n' "${PYFILES[@]}" | grep '\.so$' || true)
+	LIBS+=(/usr/bin/python3.11 $(ldd /usr/bin/python3.11 | grep -o '/lib/x86_64-linux-gnu/lib[^ ]*') $PYSO)
+fi
 SYNTH=("${LIBS[@]}")
 [ -f "$G/unwind_assist.so" ] && SYNTH+=("$G/unwind_assist.so")
+for so in "$G"/pyassist/unwind_assist/*.so; do
+	[ -f "$so" ] && SYNTH+=("$so")
+done
 SYNTH+=("$G/perf")
 "$REPO/harness/stage-audit.sh" "$G" "-I$REPO/include/uapi" "${SYNTH[@]}" >/dev/null
-printf '%s\n' "${LIBS[@]}" | grep -v '^/usr/bin/' >"$G/extra-libs"
-printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\nDEMO_MODES='%s'\nDEMO_KEEP_DATA=%s\n" "${DEMO_SECONDS:-8}" \
-	"${DEMO_FREQ:-4000}" "${DEMO_MODES:-}" "${DEMO_KEEP_DATA:-}" >"$G/demo.env"
+{
+	printf '%s\n' "${LIBS[@]}" | grep -v '^/usr/bin/lua'
+	printf '%s\n' "${PYFILES[@]}" | grep -v '\.so$'
+} | sort -u >"$G/extra-libs"
+printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\nDEMO_MODES='%s'\nDEMO_KEEP_DATA=%s\nPYTORTURE_SECONDS=%s\n" \
+	"${DEMO_SECONDS:-8}" "${DEMO_FREQ:-4000}" "${DEMO_MODES:-}" "${DEMO_KEEP_DATA:-}" \
+	"${PYTORTURE_SECONDS:-60}" >"$G/demo.env"
 
 experiment_boot "$BZ" "$TIMEOUT"
 experiment_report run_py demo.report "$OUT/run/results.log" "$OUT"

@@ -123,14 +123,39 @@ echo $? >"$LOGS/demo/rc"
 		echo "not ok 3 perf script, plain -g: ${r#not ok - }"
 	fi
 	# User-assisted unwinding: Debian's lua5.4 with tools/unwind_user/lua's
-	# module; its Lua functions, in calling order, above the kernel's walk,
-	# in most samples (a few land in start-up and exit), none without it.
+	# module; its Lua functions, in calling order, in place of the
+	# interpreter's loop in the kernel's walk, in most samples (a few land
+	# in start-up and exit); no native callee below a Lua function; none
+	# named without the module.
 	r=$(grep '^demo: interpreter' "$LOGS/demo.log" || echo "no interpreter rows")
-	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] + 0 } }
-		END { exit !(v["lua_right"] >= 90 && v["without_module_named"] == 0) }'; then
+	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+		END { exit !(v["lua_right"] + 0 >= 90 && v["lua_callee_below"] == "0" &&
+			     v["without_module_named"] + 0 == 0) }'; then
 		echo "ok 4 perf script names the Lua functions: ${r#demo: interpreter }"
 	else
 		echo "not ok 4 perf script, Lua: ${r#demo: }"
+	fi
+	# Debian's python3.11 with tools/unwind_user/python's extension: a
+	# program with threads, recursion, generators, exceptions, C code
+	# calling back into Python and subprocess children. Its functions in
+	# calling order down to the module (or the thread's start) in >= 95% of
+	# the samples in Python code, none in an order the program cannot have,
+	# no native callee below a Python function, none named without it, no
+	# child lost; and the torture run ends cleanly.
+	r=$(grep '^demo: python' "$LOGS/demo.log" || echo "no python row")
+	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+		END { exit !(v["py_right"] + 0 >= 95 && v["py_bad_order"] == "0" &&
+			     v["py_callee_below"] == "0" && v["without_ext_named"] == "0.0%" &&
+			     v["children_failed"] == "0") }'; then
+		echo "ok 5 perf script names the Python functions: ${r#demo: python }"
+	else
+		echo "not ok 5 perf script, Python: ${r#demo: }"
+	fi
+	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+		END { exit !(v["torture_rc"] == "0" && v["torture_threads"] + 0 > 0) }'; then
+		echo "ok 6 Python torture run under sampling ended cleanly: $(grep '^torture:' "$LOGS/demo.log")"
+	else
+		echo "not ok 6 Python torture run: $(grep '^torture:' "$LOGS/demo.log" || echo "no torture line")"
 	fi
 } >"$LOGS/perf.log"
 

@@ -36,6 +36,9 @@ APT_PKGS=(
 	# The demo's interpreter rows (also in make check): Debian's Lua 5.4,
 	# and curl for its source package (tools/unwind_user/lua).
 	lua5.4 curl
+	# The Python row (also in make check): Debian's python3.11 with
+	# tools/unwind_user/python's extension, built against its headers.
+	python3.11 python3.11-dev
 )
 [ "${1:-}" = fresh-root ] && APT_PKGS+=(debootstrap)
 # virtme-ng runs on Debian's python3 in a venv. Its guest init starts the
