@@ -19,6 +19,7 @@ DEMO_SECONDS=8
 DEMO_FREQ=4000
 PYTORTURE_SECONDS=60
 PYTORTURE_FREQ=10000
+PYCOST_ROUNDS=200
 [ -f $D/demo.env ] && . $D/demo.env
 secs=$DEMO_SECONDS
 
@@ -40,7 +41,7 @@ modes="fp sframe nmi dwarf"
 # The Python rows: Debian's python3.11 running pywork.py without and with
 # tools/unwind_user/python's extension (python3 -m unwind_assist), and the
 # torture run (pytorture.py, sampled at PYTORTURE_FREQ, no perf script).
-[ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && modes="$modes pyplain py pytorture"
+[ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && modes="$modes pyplain py pytorture pycost"
 # DEMO_MODES (demo.env): only these.
 [ -n "${DEMO_MODES:-}" ] && modes=$DEMO_MODES
 # The module is in perf's environment too, as when LD_AUDIT is set for a
@@ -74,6 +75,25 @@ for m in $modes; do
 		cmd="$cmd $D/pytorture.py $PYTORTURE_SECONDS" ;;
 	esac
 	t0=$(date +%s)
+	if [ $m = pycost ]; then
+		# What the answers cost: PYCOST_ROUNDS rounds of pywork.py's work
+		# in one thread, under perf record -F 1000 --call-graph fp,defer,
+		# without and with the extension, three times each, interleaved.
+		for r in 1 2 3; do
+			for v in plain ext; do
+				pre=$audit
+				cmd="/usr/bin/python3.11 -S $D/pywork.py --rounds $PYCOST_ROUNDS"
+				[ $v = ext ] && pre="$audit PYTHONPATH=$D/pyassist UNWIND_ASSIST_DEBUG=1" &&
+					cmd="/usr/bin/python3.11 -S -m unwind_assist $D/pywork.py --rounds $PYCOST_ROUNDS"
+				$pre perf record -e cpu-clock:u -F 1000 --call-graph fp,defer -N -o $m.data \
+					-- $cmd >$m.out 2>$m.err
+				echo "### demo-cost $v rc=$? $(grep -h '^pywork:\|answers=' $m.out $m.err |
+					tr '\n' ' ' | tr -d '\000-\010\016-\037\177-\377')"
+				rm -f $m.data
+			done
+		done
+		continue
+	fi
 	if [ $m = pytorture ]; then
 		# Recorded to a pipe, counted and dropped: a minute at this rate
 		# would not fit in the guest's memory. The script reports on

@@ -9,6 +9,7 @@ extension (python3 -m unwind_assist pywork.py) the profile names the
 functions; demo/report.py checks their order against CALLERS.
 
 Usage: pywork.py SECONDS
+       pywork.py --rounds N   (the main thread alone, N rounds, timed)
 """
 import json
 import re
@@ -17,9 +18,10 @@ import sys
 import threading
 import time
 
-# Each workload function and the functions that may call it, by qualified
-# name; functions of the standard library that the workload calls or that
-# call back into it too. demo/report.py reads it.
+# Each function of this file and the functions that may call it, by
+# qualified name; and the same for the functions of the standard library
+# that call into it or that it calls, by (qualified name, file).
+# demo/report.py checks the order of the frames perf names against them.
 CALLERS = {
     'fib': {'fib', 'work'},
     'squares': {'gen_sum'},
@@ -29,22 +31,24 @@ CALLERS = {
     'Item.__init__': {'encode.<locals>.<listcomp>'},
     'encode.<locals>.<listcomp>': {'encode'},
     'to_jsonable': {'JSONEncoder.iterencode'},
-    'dumps': {'encode'},
     'encode': {'work'},
     'repl': {'sub'},
-    'sub': {'text_work'},
     'text_work': {'work'},
-    'work': {'worker'},
-    'worker': {'Thread.run', 'main'},
+    'work': {'worker', 'run_all'},
+    'worker': {'Thread.run'},
     'spawn': {'Thread.run'},
-    'run': {'spawn'},
-    'main': {'<module>'},
-    'Thread.run': {'Thread._bootstrap_inner'},
-    'Thread._bootstrap_inner': {'Thread._bootstrap'},
+    'run_all': {'<module>'},
+}
+STDLIB_CALLERS = {
+    ('dumps', '__init__.py'): {'encode'},
+    ('sub', '__init__.py'): {'text_work'},
+    ('run', 'subprocess.py'): {'spawn'},
+    ('Thread.run', 'threading.py'): {'Thread._bootstrap_inner'},
+    ('Thread._bootstrap_inner', 'threading.py'): {'Thread._bootstrap'},
 }
 # Where a Python stack may end: the script's module (the main thread) and
 # threading's start of a thread.
-ROOTS = {'<module>', 'Thread._bootstrap'}
+ROOTS = {('<module>', 'pywork.py'), ('Thread._bootstrap', 'threading.py')}
 
 
 def fib(n):
@@ -126,7 +130,7 @@ def spawn(stop, children):
         time.sleep(0.05)
 
 
-def main(secs):
+def run_all(secs):
     stop = threading.Event()
     counts = [0, 0, 0]
     children = [0, 0]
@@ -146,5 +150,15 @@ def main(secs):
     return 0 if children[0] and not children[1] else 1
 
 
+def timed(rounds):
+    t = time.perf_counter()
+    for _ in range(rounds):
+        work()
+    print(f'pywork: {rounds} rounds in {time.perf_counter() - t:.4f} s', flush=True)
+    return 0
+
+
 if __name__ == '__main__':
-    sys.exit(main(float(sys.argv[1]) if len(sys.argv) > 1 else 8))
+    if sys.argv[1:2] == ['--rounds']:
+        sys.exit(timed(int(sys.argv[2])))
+    sys.exit(run_all(float(sys.argv[1]) if len(sys.argv) > 1 else 8))

@@ -94,17 +94,22 @@ def py_frame(name):
 
 def py_right(names):
     """Whether Python frames @names, leaf first, reach a root of pywork.py
-    (its module, or threading's start of a thread), each workload function
-    called by one of its callers (pywork.CALLERS)."""
+    (its module, or threading's start of a thread), each function of
+    pywork.py, and each function of the standard library it calls or that
+    calls it, called by one of its callers (pywork.CALLERS, STDLIB_CALLERS)."""
     chain = [py_frame(n) for n in names]
-    for i, (q, f) in enumerate(chain):
-        if (q, f) in (('<module>', 'pywork.py'), ('Thread._bootstrap', 'threading.py')):
+    for i, frame in enumerate(chain):
+        if frame in pywork.ROOTS:
             break
     else:
         return False
     chain = chain[:i + 1]
-    return all(p in pywork.CALLERS[c] for (c, _), (p, _) in zip(chain, chain[1:])
-               if c in pywork.CALLERS)
+    for (c, cf), (p, _) in zip(chain, chain[1:]):
+        callers = (pywork.CALLERS.get(c) if cf == 'pywork.py'
+                   else pywork.STDLIB_CALLERS.get((c, cf)))
+        if callers is not None and p not in callers:
+            return False
+    return True
 
 
 def py_stats(samples):
@@ -116,7 +121,7 @@ def py_stats(samples):
     and how many have native code below a Python function that the
     interpreter's start does not explain. Returns a dict."""
     def workload(s):
-        return any(py_frame(f)[0] in pywork.CALLERS for f in perfscript.interpreted(s, PY_BINARY)[0])
+        return any(py_frame(f)[1] == 'pywork.py' for f in perfscript.interpreted(s, PY_BINARY)[0])
     at = [workload(s) for s in samples]
     r = dict(in_python=0, named=0, right=0, bad_order=0, callee_below=0, handler=0)
     if True not in at:
@@ -185,6 +190,22 @@ def python_rows(runs, texts, outdir, res, want):
     print('bad order: samples whose Python functions are named in an order the program cannot have;')
     print('callee below: native code below a Python function that the interpreter\'s start does not explain;')
     print('children: subprocess.run() children that exited 0 / did not.')
+    c = runs.get('pycost')
+    if c and c.get('plain') and c.get('ext'):
+        want.append('pycost')
+        plain = sorted(x[1] for x in c['plain'])[len(c['plain']) // 2]
+        ext = sorted(x[1] for x in c['ext'])[len(c['ext']) // 2]
+        answers = sum(x[2] for x in c['ext']) / len(c['ext'])
+        handler = sum(x[3] for x in c['ext']) / max(1, sum(x[2] for x in c['ext']))
+        res['pycost'] = dict(lost=100.0 * (ext / plain - 1) if plain else 0.0,
+                             per_answer=1e6 * (ext - plain) / answers if answers else 0.0,
+                             handler=handler / 1000, answers=answers,
+                             rc=max(x[0] for x in c['plain'] + c['ext']))
+        print(f"cost: pywork.py --rounds in one thread under perf record -F 1000 --call-graph fp,defer: "
+              f"median {plain:.3f} s without the extension, {ext:.3f} s with it "
+              f"({res['pycost']['lost']:+.1f}%), {answers:.0f} answers a run: "
+              f"{res['pycost']['per_answer']:.1f} us of the thread's time an answer "
+              f"(signal, handler, submit), {res['pycost']['handler']:.1f} us in the handler")
     t = runs.get('pytorture')
     if t is not None:
         want.append('pytorture')
@@ -222,6 +243,12 @@ def split_log(path):
             m = re.match(r'# (\w+): pytorture: (\d+) threads joined, (\d+) rounds', line)
             if m:
                 runs.setdefault(m.group(1), {}).update(threads=m.group(2), rounds=m.group(3))
+            m = re.match(r'### demo-cost (\w+) rc=(\d+) pywork: \d+ rounds in ([\d.]+) s(.*)', line)
+            if m:
+                kv = dict(re.findall(r'(\w+)=(\d+)', m.group(4)))
+                runs.setdefault('pycost', {}).setdefault(m.group(1), []).append(
+                    (int(m.group(2)), float(m.group(3)), int(kv.get('answers', 0)),
+                     int(kv.get('handler_ns_total', 0))))
             m = re.match(r'# (\w+): unwind_assist: (.*)', line)
             if m:
                 runs.setdefault(m.group(1), {}).setdefault('assist', []).append(m.group(2))
@@ -441,6 +468,10 @@ def main():
                   runs['py'].get('children_failed', '?'),
                   res.get('pytorture', {}).get('rc', 'n/a'),
                   res.get('pytorture', {}).get('threads', 'n/a')))
+    if 'pycost' in res:
+        print('demo: python_cost work_lost=%.1f%% us_per_answer=%.1f us_in_handler=%.1f answers=%.0f' % (
+            res['pycost']['lost'], res['pycost']['per_answer'], res['pycost']['handler'],
+            res['pycost']['answers']))
     return 0 if all(m in res for m in want) else 1
 
 

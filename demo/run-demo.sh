@@ -59,10 +59,17 @@ if [ -x /usr/bin/python3.11 ]; then
 		KHDR_INCLUDES="-I$REPO/include/uapi"
 	: >"$OUT/pyfiles"
 	(cd "$OUT" && PYTHONPATH="$G/pyassist" /usr/bin/python3.11 -S "$HERE/pymodules.py" \
-		"$OUT/pyfiles" -m unwind_assist "$HERE/pywork.py" 0.2 >/dev/null &&
+		"$OUT/pyfiles" -m unwind_assist "$HERE/pywork.py" 0.2 &&
 		/usr/bin/python3.11 -S "$HERE/pymodules.py" "$OUT/pyfiles" \
-		"$HERE/pytorture.py" 0.2 >/dev/null)
-	mapfile -t PYFILES < <(sort -u "$OUT/pyfiles")
+		"$HERE/pytorture.py" 0.2) >"$OUT/pyfiles.log" 2>&1
+	# With Debian's compiled modules: compiling them would be most of the
+	# guest's time (mkinitramfs keeps the timestamps the .pyc check needs).
+	for f in $(sort -u "$OUT/pyfiles"); do
+		c=$(dirname "$f")/__pycache__/$(basename "${f%.py}").cpython-311.pyc
+		[ "${f%.py}" != "$f" ] && [ -f "$c" ] && echo "$c"
+		echo "$f"
+	done >"$OUT/pyfiles.all"
+	mapfile -t PYFILES <"$OUT/pyfiles.all"
 	PYSO=$(printf '%s\n' "${PYFILES[@]}" | grep '\.so$' || true)
 	LIBS+=(/usr/bin/python3.11 $(ldd /usr/bin/python3.11 | grep -o '/lib/x86_64-linux-gnu/lib[^ ]*') $PYSO)
 fi

@@ -36,7 +36,9 @@ for f in "$ROOT"/selftests/* "$ROOT"/usr/bin/*; do
 done
 if [ -f "$ROOT/selftests/extra-libs" ]; then
 	while read -r lib; do
-		mkdir -p "$ROOT$(dirname "$lib")" && cp -L "$lib" "$ROOT$lib" && copy_libs "$lib"
+		# Timestamps kept: Python checks its .pyc files against them.
+		mkdir -p "$ROOT$(dirname "$lib")" && cp -L --preserve=timestamps "$lib" "$ROOT$lib" &&
+			copy_libs "$lib"
 	done <"$ROOT/selftests/extra-libs"
 fi
 

@@ -93,7 +93,7 @@ struct unwind_user_assist_frames {
 #define MAX_CFRAMES	(MAX_ENTRIES / 2)
 #define MAX_CHUNKS	64
 #define MAX_WALK	4096		/* frames visited, skipped ones included */
-#define BATCH		8		/* code objects read per system call */
+#define BATCH		16		/* code objects read per system call */
 
 #define TEST_COOKIE	((void *)0x7e57c00c1e5ULL)
 
@@ -241,6 +241,71 @@ static int slot_of(const char *q, unsigned int ql, const char *f,
 	return -1;
 }
 
+/*
+ * Code objects seen before, and their slots, so that a frame whose code
+ * object was named once costs no read of its strings: keyed by what the
+ * code object's header says (itself, its name and file objects, its first
+ * line), which its reuse by another function would change. Handlers of
+ * several threads share it: an entry is written under its sequence count
+ * (odd while written), and read only if the count was even and unchanged.
+ */
+#define NR_CACHE	1024		/* a power of two */
+
+struct cached {
+	unsigned int seq;
+	int line;
+	int slot;
+	uintptr_t code, qual, file;
+};
+
+static struct cached cache[NR_CACHE];
+
+static struct cached *cache_entry(uintptr_t code)
+{
+	return &cache[(code >> 4) * 2654435761u & (NR_CACHE - 1)];
+}
+
+#define load(p)		__atomic_load_n((p), __ATOMIC_RELAXED)
+#define store(p, v)	__atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+static int cache_find(uintptr_t code, uintptr_t qual, uintptr_t file, int line)
+{
+	struct cached *c = cache_entry(code);
+	unsigned int seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+	struct cached v = {
+		.code = load(&c->code), .qual = load(&c->qual),
+		.file = load(&c->file), .line = load(&c->line),
+		.slot = load(&c->slot),
+	};
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if ((seq & 1) || load(&c->seq) != seq)
+		return -1;
+	if (v.code != code || v.qual != qual || v.file != file || v.line != line)
+		return -1;
+	return v.slot;
+}
+
+static void cache_put(uintptr_t code, uintptr_t qual, uintptr_t file, int line,
+		      int slot)
+{
+	struct cached *c = cache_entry(code);
+	unsigned int seq = load(&c->seq);
+
+	/* Another thread writing it: leave it to that one. */
+	if ((seq & 1) ||
+	    !__atomic_compare_exchange_n(&c->seq, &seq, seq + 1, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	store(&c->code, code);
+	store(&c->qual, qual);
+	store(&c->file, file);
+	store(&c->line, line);
+	store(&c->slot, slot);
+	__atomic_store_n(&c->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
 static bool in_chunk(const struct walk *w, uintptr_t p, size_t len,
 		     bool live)
 {
@@ -374,6 +439,7 @@ static int resolve(struct walk *w, unsigned int from, unsigned int to)
 	struct str s[BATCH][2];
 	char q[BATCH][QUAL_MAX], f[BATCH][FILE_MAX];
 	struct iovec l[2 * BATCH], r[2 * BATCH];
+	int slot[BATCH];
 	unsigned int n = to - from, k;
 
 	for (unsigned int i = 0; i < n; i++) {
@@ -382,6 +448,8 @@ static int resolve(struct walk *w, unsigned int from, unsigned int to)
 	}
 	if (!read_safe(l, r, n))
 		return WHY_FAULT;
+	/* The strings of the code objects not seen before. */
+	k = 0;
 	for (unsigned int i = 0; i < n; i++) {
 		PyCodeObject *co = (PyCodeObject *)code[i];
 
@@ -389,15 +457,18 @@ static int resolve(struct walk *w, unsigned int from, unsigned int to)
 			return WHY_INCONSISTENT;
 		s[i][0].obj = (uintptr_t)co->co_qualname;
 		s[i][1].obj = (uintptr_t)co->co_filename;
+		slot[i] = cache_find(w->e[from + i], s[i][0].obj, s[i][1].obj,
+				     co->co_firstlineno);
 		for (int j = 0; j < 2; j++) {
 			memset(&s[i][j].h, 0, sizeof(s[i][j].h));
-			l[2 * i + j] = (struct iovec){ &s[i][j].h,
-						       sizeof(PyASCIIObject) };
-			r[2 * i + j] = (struct iovec){ (void *)s[i][j].obj,
-						       sizeof(PyASCIIObject) };
+			if (slot[i] >= 0)
+				continue;
+			l[k] = (struct iovec){ &s[i][j].h, sizeof(PyASCIIObject) };
+			r[k++] = (struct iovec){ (void *)s[i][j].obj,
+						 sizeof(PyASCIIObject) };
 		}
 	}
-	if (!read_safe(l, r, 2 * n))
+	if (k && !read_safe(l, r, k))
 		return WHY_FAULT;
 	/* Non-ASCII: the cached UTF-8 pointer, if any. */
 	k = 0;
@@ -433,7 +504,6 @@ static int resolve(struct walk *w, unsigned int from, unsigned int to)
 		PyCodeObject *co = (PyCodeObject *)code[i];
 		uintptr_t first = w->e[from + i] + hi +
 				  co->_co_firsttraceable * sizeof(_Py_CODEUNIT);
-		int slot;
 
 		/* _PyFrame_IsIncomplete(): not started; sys._getframe() skips it. */
 		if (w->owner[from + i] != FRAME_OWNED_BY_GENERATOR &&
@@ -441,15 +511,19 @@ static int resolve(struct walk *w, unsigned int from, unsigned int to)
 			w->e[from + i] = 0;
 			continue;
 		}
-		if (!s[i][0].len)
-			s[i][0].len = 1, q[i][0] = '?';
-		if (!s[i][1].len)
-			s[i][1].len = 1, f[i][0] = '?';
-		slot = slot_of(q[i], s[i][0].len, f[i], s[i][1].len,
-			       co->co_firstlineno);
-		if (slot < 0)
-			return WHY_TABLE_FULL;
-		w->e[from + i] = base + (uintptr_t)slot * SLOT_SIZE + SLOT_SIZE / 2;
+		if (slot[i] < 0) {
+			if (!s[i][0].len)
+				s[i][0].len = 1, q[i][0] = '?';
+			if (!s[i][1].len)
+				s[i][1].len = 1, f[i][0] = '?';
+			slot[i] = slot_of(q[i], s[i][0].len, f[i], s[i][1].len,
+					  co->co_firstlineno);
+			if (slot[i] < 0)
+				return WHY_TABLE_FULL;
+			cache_put(w->e[from + i], s[i][0].obj, s[i][1].obj,
+				  co->co_firstlineno, slot[i]);
+		}
+		w->e[from + i] = base + (uintptr_t)slot[i] * SLOT_SIZE + SLOT_SIZE / 2;
 	}
 	return WHY_OK;
 }
@@ -764,10 +838,21 @@ static int assist(int s)
 /* opt_in() -> 0 or the errno of UNWIND_USER_ASSIST_ENABLE. */
 static PyObject *ua_opt_in(PyObject *self, PyObject *unused)
 {
+	long probe = 0, copy = -1;
+
+	errno = 0;
+
 	if (!installed) {
 		PyErr_SetString(PyExc_RuntimeError, "not installed");
 		return NULL;
 	}
+	/*
+	 * Every read of the handler goes through process_vm_readv(): without
+	 * it (a kernel without CONFIG_CROSS_MEMORY_ATTACH, a seccomp filter)
+	 * every answer would be empty, so do not opt in.
+	 */
+	if (!read_one(&copy, (uintptr_t)&probe, sizeof(probe)) || copy != probe)
+		return PyLong_FromLong(errno ? errno : EIO);
 	return PyLong_FromLong(assist(signo));
 }
 

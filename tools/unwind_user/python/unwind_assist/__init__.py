@@ -54,11 +54,18 @@ def _after_fork_child():
         _debug("not enabled in child: %r" % (e,))
 
 
+def _report():
+    # UNWIND_ASSIST_DEBUG=1: what the handler did, at exit.
+    if _c is not None and os.environ.get("UNWIND_ASSIST_DEBUG") == "1":
+        _debug(" ".join("%s=%s" % kv for kv in sorted(_c.stats().items())))
+
+
 def _install_hooks():
     global _hooks
     if not _hooks:
         import atexit
         atexit.register(flush)
+        atexit.register(_report)
         os.register_at_fork(after_in_child=_after_fork_child)
         _hooks = True
 
@@ -82,7 +89,7 @@ def enable():
         _debug("not enabled: %r" % (e,))
         return False
     if err:
-        _debug("not enabled: UNWIND_USER_ASSIST_ENABLE: %s" %
+        _debug("not enabled: UNWIND_USER_ASSIST_ENABLE or process_vm_readv: %s" %
                os.strerror(err))
         return False
     _enabled = True
