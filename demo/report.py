@@ -112,6 +112,31 @@ def py_right(names):
     return True
 
 
+# json's C encoder, a DSO of its own in Debian: called by
+# JSONEncoder.iterencode, calling to_jsonable (default=).
+PY_JSON_DSO = re.compile(r'/_json\.cpython[^/]*\.so$')
+
+
+def py_misplaced(sample):
+    """Whether Python frames are named in @sample at a wrong depth: a loop
+    frame left in a spliced stack (every one is replaced by its run), or
+    json's C encoder not between the functions it is called by and calls."""
+    frames = sample[1]
+    if any(sym == PY_LOOP for sym, _ in frames):
+        return True
+    py = [(i, py_frame(sym)[0]) for i, (sym, dso) in enumerate(frames)
+          if perfscript.PERF_MAP.search(dso)]
+    for i, (_, dso) in enumerate(frames):
+        if not PY_JSON_DSO.search(dso):
+            continue
+        inner = [q for k, q in py if k < i]
+        outer = [q for k, q in py if k > i]
+        if not outer or outer[0] != 'JSONEncoder.iterencode' or \
+                (inner and inner[-1] != 'to_jsonable'):
+            return True
+    return False
+
+
 def py_stats(samples):
     """Of the samples taken in Python code (a Python frame named, or the
     interpreter's loop in the walk) while the workload ran (from the first
@@ -123,7 +148,8 @@ def py_stats(samples):
     def workload(s):
         return any(py_frame(f)[1] == 'pywork.py' for f in perfscript.interpreted(s, PY_BINARY)[0])
     at = [workload(s) for s in samples]
-    r = dict(in_python=0, named=0, right=0, bad_order=0, callee_below=0, handler=0)
+    r = dict(in_python=0, named=0, right=0, bad_order=0, callee_below=0, misplaced=0,
+             handler=0)
     if True not in at:
         at = [True] * len(samples)
     first, last = at.index(True), len(at) - 1 - at[::-1].index(True)
@@ -140,6 +166,7 @@ def py_stats(samples):
         r['right'] += ok
         r['bad_order'] += bool(names) and not ok
         r['callee_below'] += below
+        r['misplaced'] += bool(names) and py_misplaced(s)
     return r
 
 
@@ -150,7 +177,8 @@ def python_rows(runs, texts, outdir, res, want):
         return
     print()
     hdr = (f"{'interpreter':<22} {'samples':>7} {'in Python':>9} {'handler':>7} {'named':>7} "
-           f"{'right':>7} {'bad order':>9} {'callee below':>12} {'rounds':>6} {'children':>8}")
+           f"{'right':>7} {'bad order':>9} {'callee below':>12} {'misplaced':>9} {'rounds':>6} "
+           f"{'children':>8}")
     print(hdr)
     print('-' * len(hdr))
     for mode, label, opt in PY_MODES:
@@ -177,7 +205,8 @@ def python_rows(runs, texts, outdir, res, want):
                                             f'({len(samples)} samples)', svg))
         print(f"{label:<22} {len(samples):>7} {n:>9} {res[mode]['handler_pct']:>6.1f}% "
               f"{res[mode]['named_pct']:>6.1f}% {res[mode]['right_pct']:>6.1f}% "
-              f"{st['bad_order']:>9} {st['callee_below']:>12} {run.get('rounds', '?'):>6} "
+              f"{st['bad_order']:>9} {st['callee_below']:>12} {st['misplaced']:>9} "
+              f"{run.get('rounds', '?'):>6} "
               f"{run.get('children_ok', '?')}/{run.get('children_failed', '?')}")
         for line in run.get('assist', []):
             print(f'  {mode}: unwind_assist: {line}')
@@ -189,6 +218,8 @@ def python_rows(runs, texts, outdir, res, want):
     print('  by one of its callers (demo/pywork.py CALLERS) down to the module or the thread\'s start;')
     print('bad order: samples whose Python functions are named in an order the program cannot have;')
     print('callee below: native code below a Python function that the interpreter\'s start does not explain;')
+    print('misplaced: Python functions named with the interpreter\'s loop left in the stack, or json\'s C')
+    print('  encoder not between JSONEncoder.iterencode and to_jsonable: frames at a wrong depth;')
     print('children: subprocess.run() children that exited 0 / did not.')
     c = runs.get('pycost')
     if c and c.get('plain') and c.get('ext'):
@@ -209,10 +240,13 @@ def python_rows(runs, texts, outdir, res, want):
     t = runs.get('pytorture')
     if t is not None:
         want.append('pytorture')
+        kv = dict(re.findall(r'(\w+)=(\d+)', ' '.join(t.get('assist', []))))
         res['pytorture'] = dict(rc=t.get('rc', '?'), threads=t.get('threads', '0'),
-                                rounds=t.get('rounds', '0'))
+                                rounds=t.get('rounds', '0'), answers=kv.get('answers', '0'),
+                                built=kv.get('built', '0'))
         print(f"torture: rc={t.get('rc', '?')} threads={t.get('threads', '?')} "
-              f"rounds={t.get('rounds', '?')} at -F {t.get('freq', '?')} for {t.get('record_s', '?')} s")
+              f"rounds={t.get('rounds', '?')} answers={kv.get('answers', '?')} "
+              f"built={kv.get('built', '?')} at -F {t.get('freq', '?')} for {t.get('record_s', '?')} s")
         for line in t.get('assist', []):
             print(f'  pytorture: unwind_assist: {line}')
 
@@ -225,7 +259,13 @@ def split_log(path):
     for line in log.lines:
         m = re.match(r'### demo-run (\w+) (.*)', line)
         if m:
-            runs[m.group(1)] = guestlog.fields(m.group(2))
+            runs.setdefault(m.group(1), {}).update(guestlog.fields(m.group(2)))
+        m = re.match(r'### demo-cost (\w+) rc=(\d+) pywork: \d+ rounds in ([\d.]+) s(.*)', line)
+        if m:
+            kv = dict(re.findall(r'(\w+)=(\d+)', m.group(4)))
+            runs.setdefault('pycost', {}).setdefault(m.group(1), []).append(
+                (int(m.group(2)), float(m.group(3)), int(kv.get('answers', 0)),
+                 int(kv.get('handler_ns_total', 0))))
         elif line.startswith('# ') or line.startswith('### demo-start'):
             notes.append(line)
             m = re.match(r'# (\w+): imgdemo: (\d+) images in ([\d.]+) s', line)
@@ -243,12 +283,6 @@ def split_log(path):
             m = re.match(r'# (\w+): pytorture: (\d+) threads joined, (\d+) rounds', line)
             if m:
                 runs.setdefault(m.group(1), {}).update(threads=m.group(2), rounds=m.group(3))
-            m = re.match(r'### demo-cost (\w+) rc=(\d+) pywork: \d+ rounds in ([\d.]+) s(.*)', line)
-            if m:
-                kv = dict(re.findall(r'(\w+)=(\d+)', m.group(4)))
-                runs.setdefault('pycost', {}).setdefault(m.group(1), []).append(
-                    (int(m.group(2)), float(m.group(3)), int(kv.get('answers', 0)),
-                     int(kv.get('handler_ns_total', 0))))
             m = re.match(r'# (\w+): unwind_assist: (.*)', line)
             if m:
                 runs.setdefault(m.group(1), {}).setdefault('assist', []).append(m.group(2))
@@ -459,15 +493,18 @@ def main():
     py, plain = res.get('py'), res.get('pyplain')
     if py:
         cost = 100.0 * (1 - py['rounds'] / plain['rounds']) if plain and plain['rounds'] else 0.0
-        print('demo: python py_right=%.1f%% py_bad_order=%d py_callee_below=%d py_named=%.1f%% '
-              'in_handler=%.1f%% without_ext_named=%s rounds_plain=%s rounds_ext=%d work_lost=%.1f%% '
-              'children_failed=%s torture_rc=%s torture_threads=%s' % (
-                  py['right_pct'], py['bad_order'], py['callee_below'], py['named_pct'],
+        print('demo: python py_right=%.1f%% py_bad_order=%d py_callee_below=%d py_misplaced=%d '
+              'py_named=%.1f%% in_handler=%.1f%% without_ext_named=%s rounds_plain=%s rounds_ext=%d '
+              'work_lost=%.1f%% children_failed=%s torture_rc=%s torture_threads=%s '
+              'torture_built=%s' % (
+                  py['right_pct'], py['bad_order'], py['callee_below'], py['misplaced'],
+                  py['named_pct'],
                   py['handler_pct'], g('pyplain', 'named_pct', '%.1f%%'),
                   g('pyplain', 'rounds', '%d'), py['rounds'], cost,
                   runs['py'].get('children_failed', '?'),
                   res.get('pytorture', {}).get('rc', 'n/a'),
-                  res.get('pytorture', {}).get('threads', 'n/a')))
+                  res.get('pytorture', {}).get('threads', 'n/a'),
+                  res.get('pytorture', {}).get('built', 'n/a')))
     if 'pycost' in res:
         print('demo: python_cost work_lost=%.1f%% us_per_answer=%.1f us_in_handler=%.1f answers=%.0f' % (
             res['pycost']['lost'], res['pycost']['per_answer'], res['pycost']['handler'],

@@ -140,20 +140,22 @@ echo $? >"$LOGS/demo/rc"
 	# calling back into Python and subprocess children. Its functions in
 	# calling order down to the module (or the thread's start) in >= 95% of
 	# the samples in Python code, none in an order the program cannot have,
-	# no native callee below a Python function, none named without it, no
-	# child lost; and the torture run ends cleanly.
+	# no native callee below a Python function, none at a wrong depth
+	# (json's C encoder between its caller and callee), none named without
+	# it, no child lost; and the torture run ends cleanly, with answers.
 	r=$(grep '^demo: python' "$LOGS/demo.log" || echo "no python row")
 	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
 		END { exit !(v["py_right"] + 0 >= 95 && v["py_bad_order"] == "0" &&
-			     v["py_callee_below"] == "0" && v["without_ext_named"] == "0.0%" &&
-			     v["children_failed"] == "0") }'; then
+			     v["py_callee_below"] == "0" && v["py_misplaced"] == "0" &&
+			     v["without_ext_named"] == "0.0%" && v["children_failed"] == "0") }'; then
 		echo "ok 5 perf script names the Python functions: ${r#demo: python }" \
 			"$(grep '^demo: python_cost' "$LOGS/demo.log" | sed 's/^demo: //')"
 	else
 		echo "not ok 5 perf script, Python: ${r#demo: }"
 	fi
 	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
-		END { exit !(v["torture_rc"] == "0" && v["torture_threads"] + 0 > 0) }'; then
+		END { exit !(v["torture_rc"] == "0" && v["torture_threads"] + 0 > 0 &&
+			     v["torture_built"] + 0 > 0) }'; then
 		echo "ok 6 Python torture run under sampling ended cleanly: $(grep '^torture:' "$LOGS/demo.log")"
 	else
 		echo "not ok 6 Python torture run: $(grep '^torture:' "$LOGS/demo.log" || echo "no torture line")"

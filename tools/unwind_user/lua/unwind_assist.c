@@ -29,6 +29,7 @@
 #include <link.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/prctl.h>
 #include <linux/unwind_user.h>
@@ -51,6 +52,8 @@
 #define MAX_ENTRIES	128
 
 static lua_State *main_L;
+/* The thread that runs it: another one's request gets an empty answer. */
+static pid_t main_tid;
 static uintptr_t base;
 /* Which function each slot stands for; 0 if free. Written by the handler. */
 static const Proto *volatile slot_proto[NR_SLOTS];
@@ -61,7 +64,14 @@ static int signo;
 /* luaV_execute()'s code, [loop_start, loop_end); 0 if not found. */
 static uintptr_t loop_start, loop_end;
 
-/* The slot of @p, taken on first sight (open addressing): -1 if full. */
+static void on_count(lua_State *L, lua_Debug *ar);
+
+/*
+ * The slot of @p, taken on first sight (open addressing): -1 if full. A
+ * slot taken asks the interpreter to name it (a count hook, at its next
+ * instruction: lua.c's own signal handler sets hooks so) unless the
+ * script has a hook of its own.
+ */
 static int slot_of(const Proto *p)
 {
 	unsigned int h = (unsigned int)(((uintptr_t)p >> 4) * 2654435761u);
@@ -74,6 +84,8 @@ static int slot_of(const Proto *p)
 			return s;
 		if (!cur) {
 			slot_proto[s] = p;
+			if (!lua_gethook(main_L))
+				lua_sethook(main_L, on_count, LUA_MASKCOUNT, 1);
 			return s;
 		}
 	}
@@ -83,11 +95,14 @@ static int slot_of(const Proto *p)
 /*
  * The kernel's request: async-signal-safe, it reads what the interpreter
  * left in its CallInfo chain (a frame being pushed may show its previous
- * function for a few instructions) and makes one system call.
+ * function for a few instructions) and makes two system calls.
  *
  * A run is the Lua frames of one luaV_execute() on the machine stack: the
  * CallInfo that started it is marked CIST_FRESH, and C functions called
  * from Lua (their CallInfos not Lua) are the native frames between runs.
+ * A Lua CallInfo not marked so was called by Lua: one called by C and not
+ * yet marked (ccall() marks it after luaD_precall() made it current) would
+ * join its caller's run, at the wrong depth, so the answer is then empty.
  */
 static void on_request(int sig, siginfo_t *si, void *uc)
 {
@@ -102,7 +117,12 @@ static void on_request(int sig, siginfo_t *si, void *uc)
 		e[n++] = loop_start;
 		e[n++] = loop_end;
 	}
-	for (ci = main_L->ci; ci && ci != &main_L->base_ci; ci = ci->previous) {
+	/* Another thread of the process: the Lua state is not its stack. */
+	if (syscall(SYS_gettid) != main_tid)
+		ci = NULL, n = 0;
+	else
+		ci = main_L->ci;
+	for (; ci && ci != &main_L->base_ci; ci = ci->previous) {
 		const TValue *f;
 		int s;
 
@@ -116,6 +136,10 @@ static void on_request(int sig, siginfo_t *si, void *uc)
 		if (loop_start && !in_run)
 			e[n++] = UNWIND_USER_ASSIST_RUN;
 		in_run = !(ci->callstatus & CIST_FRESH);
+		if (in_run && (!ci->previous || !isLua(ci->previous))) {
+			n = 0;
+			break;
+		}
 		f = s2v(ci->func);
 		if (!ttisLclosure(f))
 			continue;
@@ -218,13 +242,11 @@ static void write_map(lua_State *L)
 		free(names[s]);
 }
 
-/* Every HOOK_COUNT instructions: name what was seen, for a running profile. */
-#define HOOK_COUNT	(1 << 22)
-
+/* Asked for by the handler: name what it saw, for a running profile. */
 static void on_count(lua_State *L, lua_Debug *ar)
 {
-	if (L == main_L)
-		write_map(L);
+	lua_sethook(L, NULL, 0, 0);
+	write_map(L);
 }
 
 /* At lua_close(): the rest of the perf map. */
@@ -334,13 +356,12 @@ EXPORT int luaopen_unwind_assist(lua_State *L)
 	void *p;
 
 	main_L = G(L)->mainthread;
+	main_tid = syscall(SYS_gettid);
 	find_loop(L);
 	if (!loop_start && getenv("UNWIND_ASSIST_DEBUG"))
 		fprintf(stderr, "unwind_assist: luaV_execute not found: frames go above the walk\n");
 	else if (getenv("UNWIND_ASSIST_DEBUG"))
 		fprintf(stderr, "unwind_assist: loop at %#lx-%#lx\n", (unsigned long)loop_start, (unsigned long)loop_end);
-	if (!lua_gethook(L))
-		lua_sethook(L, on_count, LUA_MASKCOUNT, HOOK_COUNT);
 	p = mmap(NULL, NR_SLOTS * SLOT_SIZE, PROT_READ | PROT_EXEC,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)

@@ -93,7 +93,7 @@ struct unwind_user_assist_frames {
 #define MAX_CFRAMES	(MAX_ENTRIES / 2)
 #define MAX_CHUNKS	64
 #define MAX_WALK	4096		/* frames visited, skipped ones included */
-#define BATCH		16		/* code objects read per system call */
+#define BATCH		8		/* code objects read per system call */
 
 #define TEST_COOKIE	((void *)0x7e57c00c1e5ULL)
 
@@ -311,8 +311,9 @@ static bool in_chunk(const struct walk *w, uintptr_t p, size_t len,
 {
 	for (unsigned int i = 0; i < w->nr_chunks; i++) {
 		const struct range *r = &w->chunk[i];
+		uintptr_t end = live ? r->live : r->hi;
 
-		if (p >= r->lo && p + len <= (live ? r->live : r->hi))
+		if (p >= r->lo && p <= end && len <= end - p)
 			return true;
 	}
 	return false;
@@ -331,8 +332,12 @@ static int read_chunks(struct walk *w, const PyThreadState *ts)
 
 		if (w->nr_chunks == MAX_CHUNKS)
 			return WHY_INCONSISTENT;
-		if (!read_one(&hdr, c, data))
-			return WHY_FAULT;
+		/*
+		 * Mapped: a chunk is published (tstate->datastack_chunk, a
+		 * newer chunk's ->previous) once allocated, and unmapped only
+		 * by this thread after it was unlinked.
+		 */
+		memcpy(&hdr, (void *)c, data);
 		if (hdr.size < data || hdr.size > (1UL << 30))
 			return WHY_INCONSISTENT;
 		r->lo = c + data;
@@ -512,6 +517,15 @@ static int resolve(struct walk *w, unsigned int from, unsigned int to)
 			continue;
 		}
 		if (slot[i] < 0) {
+			/*
+			 * Only ASCII names are kept with the code object: a
+			 * UTF-8 buffer is filled lazily by another thread,
+			 * perhaps as it was read, and "?" is no name.
+			 */
+			bool keep = s[i][0].len && s[i][1].len &&
+				    s[i][0].h._base.state.ascii &&
+				    s[i][1].h._base.state.ascii;
+
 			if (!s[i][0].len)
 				s[i][0].len = 1, q[i][0] = '?';
 			if (!s[i][1].len)
@@ -520,8 +534,10 @@ static int resolve(struct walk *w, unsigned int from, unsigned int to)
 					  co->co_firstlineno);
 			if (slot[i] < 0)
 				return WHY_TABLE_FULL;
-			cache_put(w->e[from + i], s[i][0].obj, s[i][1].obj,
-				  co->co_firstlineno, slot[i]);
+			if (keep)
+				cache_put(w->e[from + i], s[i][0].obj,
+					  s[i][1].obj, co->co_firstlineno,
+					  slot[i]);
 		}
 		w->e[from + i] = base + (uintptr_t)slot[i] * SLOT_SIZE + SLOT_SIZE / 2;
 	}
@@ -544,8 +560,11 @@ static int build(uint64_t *e, unsigned int *nr)
 		return WHY_NO_TSTATE;
 	if (_Py_atomic_load_relaxed(&_PyRuntime._finalizing))
 		return WHY_FINALIZING;
-	if (!read_one(&ts, (uintptr_t)t, sizeof(ts)))
-		return WHY_FAULT;
+	/*
+	 * This thread's own state: it clears the key before it frees it
+	 * (tstate_delete_common()), and nothing else frees it while it runs.
+	 */
+	memcpy(&ts, t, sizeof(ts));
 	if (ts.thread_id != (unsigned long)pthread_self())
 		return WHY_INCONSISTENT;
 	err = read_chunks(&w, &ts);
@@ -559,7 +578,17 @@ static int build(uint64_t *e, unsigned int *nr)
 
 		if (!c || ncf == MAX_CFRAMES)
 			return c ? WHY_TOO_BIG : WHY_INCONSISTENT;
-		if (!read_one(&cfr, c, sizeof(cfr)))
+		/*
+		 * A cframe is a local of a _PyEval_EvalFrameDefault() on this
+		 * stack, and tstate->cframe always one: the innermost is read
+		 * directly. Its ->previous may not be stored yet (the compiler
+		 * may publish tstate->cframe first), so the others are read
+		 * safely, a garbage link giving a short read or a chain that
+		 * does not hold together.
+		 */
+		if (!ncf)
+			memcpy(&cfr, (void *)c, sizeof(cfr));
+		else if (!read_one(&cfr, c, sizeof(cfr)))
 			return WHY_FAULT;
 		cur[ncf] = (uintptr_t)cfr.current_frame;
 		c = (uintptr_t)cfr.previous;
@@ -711,7 +740,7 @@ static void flush_map(void)
 		len += snprintf(buf + len, sizeof(buf) - len, "%lx %x %s (%s:%d)\n",
 				(unsigned long)(base + (uintptr_t)i * SLOT_SIZE),
 				SLOT_SIZE, q, b ? b + 1 : f, s->line);
-		__atomic_store_n(&s->state, SLOT_WRITTEN, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->state, SLOT_WRITTEN, __ATOMIC_RELEASE);
 	}
 	if (len) {
 		if (fd < 0)
@@ -775,7 +804,7 @@ static PyObject *ua_install(PyObject *self, PyObject *unused)
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
 	void *p;
-	int s, err;
+	int s;
 
 	if (installed)
 		return PyLong_FromLong(signo);
@@ -816,11 +845,6 @@ static PyObject *ua_install(PyObject *self, PyObject *unused)
 	}
 	base = (uintptr_t)p;
 	signo = s;
-	err = start_writer();
-	if (err) {
-		errno = err;
-		return PyErr_SetFromErrno(PyExc_OSError);
-	}
 	installed = true;
 	return PyLong_FromLong(signo);
 }
@@ -839,9 +863,9 @@ static int assist(int s)
 static PyObject *ua_opt_in(PyObject *self, PyObject *unused)
 {
 	long probe = 0, copy = -1;
+	int err;
 
 	errno = 0;
-
 	if (!installed) {
 		PyErr_SetString(PyExc_RuntimeError, "not installed");
 		return NULL;
@@ -853,7 +877,11 @@ static PyObject *ua_opt_in(PyObject *self, PyObject *unused)
 	 */
 	if (!read_one(&copy, (uintptr_t)&probe, sizeof(probe)) || copy != probe)
 		return PyLong_FromLong(errno ? errno : EIO);
-	return PyLong_FromLong(assist(signo));
+	err = assist(signo);
+	/* The writer only where answers go out: not on every refusing kernel. */
+	if (!err && !writer_running)
+		err = start_writer();
+	return PyLong_FromLong(err);
 }
 
 static PyObject *ua_opt_out(PyObject *self, PyObject *unused)
@@ -882,11 +910,8 @@ static PyObject *ua_after_fork_child(PyObject *self, PyObject *unused)
 	for (unsigned int i = 0; i < NR_SLOTS; i++)
 		if (slots[i].state == SLOT_WRITTEN)
 			slots[i].state = SLOT_READY;
+	/* The parent's writer is not in the child: opt_in() starts one. */
 	writer_running = false;
-	if (start_writer()) {
-		errno = ENOMEM;
-		return PyErr_SetFromErrno(PyExc_OSError);
-	}
 	Py_RETURN_NONE;
 }
 
