@@ -113,14 +113,17 @@ def py_right(names):
 
 
 # json's C encoder, a DSO of its own in Debian: called by
-# JSONEncoder.iterencode, calling to_jsonable (default=).
+# JSONEncoder.iterencode, calling to_jsonable (default=); its deallocation
+# runs as iterencode's frame is cleared, by JSONEncoder.encode's loop.
 PY_JSON_DSO = re.compile(r'/_json\.cpython[^/]*\.so$')
+PY_JSON_CALLERS = {'JSONEncoder.iterencode', 'JSONEncoder.encode'}
 
 
 def py_misplaced(sample):
     """Whether Python frames are named in @sample at a wrong depth: a loop
     frame left in a spliced stack (every one is replaced by its run), or
-    json's C encoder not between the functions it is called by and calls."""
+    json's C encoder not between the functions that call it (or free it) and
+    that it calls."""
     frames = sample[1]
     if any(sym == PY_LOOP for sym, _ in frames):
         return True
@@ -131,7 +134,7 @@ def py_misplaced(sample):
             continue
         inner = [q for k, q in py if k < i]
         outer = [q for k, q in py if k > i]
-        if not outer or outer[0] != 'JSONEncoder.iterencode' or \
+        if not outer or outer[0] not in PY_JSON_CALLERS or \
                 (inner and inner[-1] != 'to_jsonable'):
             return True
     return False
@@ -219,7 +222,7 @@ def python_rows(runs, texts, outdir, res, want):
     print('bad order: samples whose Python functions are named in an order the program cannot have;')
     print('callee below: native code below a Python function that the interpreter\'s start does not explain;')
     print('misplaced: Python functions named with the interpreter\'s loop left in the stack, or json\'s C')
-    print('  encoder not between JSONEncoder.iterencode and to_jsonable: frames at a wrong depth;')
+    print('  encoder not between JSONEncoder.iterencode (or .encode) and to_jsonable: frames at a wrong depth;')
     print('children: subprocess.run() children that exited 0 / did not.')
     c = runs.get('pycost')
     if c and c.get('plain') and c.get('ext'):
