@@ -176,8 +176,13 @@ def py_stats(samples):
 def python_rows(runs, texts, outdir, res, want):
     """The Python table, its flame graphs and the torture run's line."""
     rows = [m for m, _, _ in PY_MODES if m in runs]
-    if not rows:
-        return
+    if rows:
+        python_table(rows, runs, texts, outdir, res, want)
+    python_cost_torture(runs, res, want)
+
+
+def python_table(rows, runs, texts, outdir, res, want):
+    """The Python rows: pywork.py without and with the extension."""
     print()
     hdr = (f"{'interpreter':<22} {'samples':>7} {'in Python':>9} {'handler':>7} {'named':>7} "
            f"{'right':>7} {'bad order':>9} {'callee below':>12} {'misplaced':>9} {'rounds':>6} "
@@ -224,6 +229,10 @@ def python_rows(runs, texts, outdir, res, want):
     print('misplaced: Python functions named with the interpreter\'s loop left in the stack, or json\'s C')
     print('  encoder not between JSONEncoder.iterencode (or .encode) and to_jsonable: frames at a wrong depth;')
     print('children: subprocess.run() children that exited 0 / did not.')
+
+
+def python_cost_torture(runs, res, want):
+    """The cost row and the torture row."""
     c = runs.get('pycost')
     if c and c.get('plain') and c.get('ext'):
         want.append('pycost')
@@ -494,7 +503,7 @@ def main():
               g('lua', 'handler', '%.1f%%'),
               g('luaplain', 'named', '%.1f%%'), g('lua', 'bps', '%.0f')))
     py, plain = res.get('py'), res.get('pyplain')
-    if py:
+    if py and 'py' in runs:
         cost = 100.0 * (1 - py['rounds'] / plain['rounds']) if plain and plain['rounds'] else 0.0
         print('demo: python py_right=%.1f%% py_bad_order=%d py_callee_below=%d py_misplaced=%d '
               'py_named=%.1f%% in_handler=%.1f%% without_ext_named=%s rounds_plain=%s rounds_ext=%d '
