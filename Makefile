@@ -89,6 +89,8 @@ DEMO_ICOUNT ?= 0
 DEMO_OUT   ?= $(KBUILD_DIR)/demo
 # Where make host-test keeps cargo test's output (make check: in its logs).
 HOST_TEST_LOG ?= $(KBUILD_DIR)/host-test.log
+# ... and of tools/unwind_user/python's tests (python3.11's unittest).
+PY_TEST_LOG ?= $(KBUILD_DIR)/py-test.log
 
 # Debian's rustc-web carries the library source the kernel build needs; the
 # rustup toolchain first in PATH does not.
@@ -251,6 +253,8 @@ $(CORPUS)/MANIFEST: $(CORPUS_SRCS)
 host-test: corpus
 	cd rust/sframe && cargo test --release 2>&1 | tee $(HOST_TEST_LOG)
 	cd tools/unwind_user/sframe_synth && cargo test --release 2>&1 | tee -a $(HOST_TEST_LOG)
+	$(MAKE) -s -C tools/unwind_user/python OUTPUT=$(KBUILD_DIR)/pyassist/ \
+		KHDR_INCLUDES=-I$(CURDIR)/include/uapi test 2>&1 | tee $(PY_TEST_LOG)
 
 # The kernel's own clippy lints (CLIPPY=1) on the series' Rust: one of make
 # check's lints (harness/check.sh).

@@ -19,7 +19,8 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 
 # 1. Host: the decoder's cargo tests (oracle corpus, hostile input,
 #    properties), then sframe-synth's (round trips on Debian's libraries).
-"$MAKE" -s -C "$REPO" host-test HOST_TEST_LOG="$LOGS/host-test.log" >/dev/null 2>&1
+"$MAKE" -s -C "$REPO" host-test HOST_TEST_LOG="$LOGS/host-test.log" \
+	PY_TEST_LOG="$LOGS/py-test.log" >/dev/null 2>&1
 
 # 2. The series: it must `git am` onto the pristine tree and give exactly the
 #    tree we built; checkpatch --strict must find no error in it.

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Summarise a `make check` run: one line per suite, then `N passed, N failed`.
 
-Inputs (in LOGS): host-test.log (cargo test), series.log (ok/not ok lines),
-guest/console.log (kernel log with KUnit's KTAP), guest/results.log (the
+Inputs (in LOGS): host-test.log (cargo test), py-test.log (unittest),
+series.log (ok/not ok lines), guest/console.log (kernel log with KUnit's KTAP), guest/results.log (the
 kselftests' TAP between "### selftest NAME" and "### exit NAME RC" lines),
 guest/rc (QEMU's exit status).  Exit status 1 on any failure, including a
 kernel splat in the console or a guest that did not finish.
@@ -73,6 +73,26 @@ def host_tests(logs):
             s.notes.append(m.group(1))
     if not seen or any(l.startswith("error") for l in lines):
         s.add(False, note="cargo test did not run to the end")
+    return [s]
+
+
+def py_tests(logs):
+    """tools/unwind_user/python's unittest -v output."""
+    s = Suite("host: python3.11 unittest (tools/unwind_user/python)")
+    lines = read(os.path.join(logs, "py-test.log"))
+    ran = None
+    for l in lines or []:
+        m = re.match(r"Ran (\d+) tests? in", l)
+        if m:
+            ran = int(m.group(1))
+        m = re.match(r"(FAIL|ERROR): (\S+)", l)
+        if m:
+            s.failed += 1
+            s.notes.append(m.group(2))
+    if ran is None:
+        s.add(False, note="no py-test.log" if lines is None else "unittest did not run to the end")
+        return [s]
+    s.passed += max(0, ran - s.failed)
     return [s]
 
 
@@ -204,7 +224,7 @@ def main():
     series = read(os.path.join(logs, "series.log")) or []
     perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]
     lint = read(os.path.join(logs, "lint.log")) or ["not ok 1 no lint.log"]
-    suites = (host_tests(logs) + [flat_tap("series: git am + checkpatch", series),
+    suites = (host_tests(logs) + py_tests(logs) + [flat_tap("series: git am + checkpatch", series),
                                   flat_tap("lint: rustfmt, clippy (host and kernel)", lint)]
               + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer and fp; Lua frames", perf),
                                clean_log("perf guest: clean log",
