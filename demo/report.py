@@ -112,9 +112,10 @@ def py_right(names):
     return True
 
 
-# json's C encoder, a DSO of its own in Debian: called by
-# JSONEncoder.iterencode, calling to_jsonable (default=); its deallocation
-# runs as iterencode's frame is cleared, by JSONEncoder.encode's loop.
+# json's C encoder, a DSO of its own in Debian: in pywork.py's encode(),
+# called by JSONEncoder.iterencode, calling to_jsonable (default=); its
+# deallocation runs as iterencode's frame is cleared, by the loop that
+# runs JSONEncoder.encode.
 PY_JSON_DSO = re.compile(r'/_json\.cpython[^/]*\.so$')
 PY_JSON_CALLERS = {'JSONEncoder.iterencode', 'JSONEncoder.encode'}
 
@@ -129,6 +130,9 @@ def py_misplaced(sample):
         return True
     py = [(i, py_frame(sym)[0]) for i, (sym, dso) in enumerate(frames)
           if perfscript.PERF_MAP.search(dso)]
+    # Only the workload's own use: json's import and JSONDecoder call it too.
+    if ('encode', 'pywork.py') not in (py_frame(sym) for sym, _ in frames):
+        return False
     for i, (_, dso) in enumerate(frames):
         if not PY_JSON_DSO.search(dso):
             continue
