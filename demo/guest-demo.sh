@@ -41,7 +41,9 @@ modes="fp sframe nmi dwarf"
 # The Python rows: Debian's python3.11 running pywork.py without and with
 # tools/unwind_user/python's extension (python3 -m unwind_assist), and the
 # torture run (pytorture.py, sampled at PYTORTURE_FREQ, no perf script).
-[ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && modes="$modes pyplain py pytorture pycost"
+[ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && modes="$modes pyplain py pytorture"
+# The cost row: PYCOST_ROUNDS rounds (demo.env), if any.
+[ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && [ "$PYCOST_ROUNDS" -gt 0 ] && modes="$modes pycost"
 # DEMO_MODES (demo.env): only these.
 [ -n "${DEMO_MODES:-}" ] && modes=$DEMO_MODES
 # The module is in perf's environment too, as when LD_AUDIT is set for a

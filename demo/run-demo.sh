@@ -12,7 +12,9 @@
 # Environment: DEMO_SECONDS, seconds the workload runs per profile (8);
 # DEMO_FREQ, perf record -F (4000); DEMO_MODES, only these rows (e.g. "lua");
 # DEMO_KEEP_DATA=1, also perf.data and perf maps in results.log;
-# PYTORTURE_SECONDS, how long the Python torture run lasts (60).
+# PYTORTURE_SECONDS, how long the Python torture run lasts (60);
+# PYCOST_ROUNDS, rounds of the Python cost row (200 with GUEST_ICOUNT, else
+# 0: no cost row).
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -84,9 +86,12 @@ SYNTH+=("$G/perf")
 	printf '%s\n' "${LIBS[@]}" | grep -v '^/usr/bin/lua'
 	printf '%s\n' "${PYFILES[@]}" | grep -v '\.so$'
 } | sort -u >"$G/extra-libs"
-printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\nDEMO_MODES='%s'\nDEMO_KEEP_DATA=%s\nPYTORTURE_SECONDS=%s\n" \
+# The Python cost row only where the guest's clock counts instructions:
+# under plain TCG a system call costs milliseconds, and the row says nothing.
+[ -n "${GUEST_ICOUNT:-}" ] && pycost=200 || pycost=0
+printf "DEMO_SECONDS=%s\nDEMO_FREQ=%s\nDEMO_MODES='%s'\nDEMO_KEEP_DATA=%s\nPYTORTURE_SECONDS=%s\nPYCOST_ROUNDS=%s\n" \
 	"${DEMO_SECONDS:-8}" "${DEMO_FREQ:-4000}" "${DEMO_MODES:-}" "${DEMO_KEEP_DATA:-}" \
-	"${PYTORTURE_SECONDS:-60}" >"$G/demo.env"
+	"${PYTORTURE_SECONDS:-60}" "${PYCOST_ROUNDS:-$pycost}" >"$G/demo.env"
 
 experiment_boot "$BZ" "$TIMEOUT"
 experiment_report run_py demo.report "$OUT/run/results.log" "$OUT"
