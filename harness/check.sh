@@ -149,8 +149,7 @@ echo $? >"$LOGS/demo/rc"
 		END { exit !(v["py_right"] + 0 >= 95 && v["py_bad_order"] == "0" &&
 			     v["py_callee_below"] == "0" && v["py_misplaced"] == "0" &&
 			     v["without_ext_named"] == "0.0%" && v["children_failed"] == "0") }'; then
-		echo "ok 5 perf script names the Python functions: ${r#demo: python }" \
-			"$(grep '^demo: python_cost' "$LOGS/demo.log" | sed 's/^demo: //')"
+		echo "ok 5 perf script names the Python functions: ${r#demo: python }"
 	else
 		echo "not ok 5 perf script, Python: ${r#demo: }"
 	fi
