@@ -44,6 +44,25 @@ LUA_HANDLER = 'on_request'
 LUA_BINARY = 'lua5.4'
 
 
+def workload_window(samples, in_workload):
+    """The samples from the first to the last for which @in_workload is
+    true (not the interpreter's start-up, nor its exit), or None."""
+    at = [i for i, s in enumerate(samples) if in_workload(s)]
+    return samples[at[0]:at[-1] + 1] if at else None
+
+
+def keep_profile(outdir, mode, text, samples, title):
+    """Keep @mode's perf script output, its collapsed stacks and its flame
+    graph in @outdir: (the flame graph's path, what drew it)."""
+    with open(os.path.join(outdir, f'{mode}.perf-script.txt'), 'w') as f:
+        f.write(text)
+    fold = perfscript.folded(samples)
+    with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
+        f.write(fold)
+    svg = os.path.join(outdir, f'flamegraph-{mode}.svg')
+    return svg, flamegraph(fold, title, svg)
+
+
 def lua_stats(samples):
     """Of the samples taken while the script ran (from the first to the last
     that names a Lua function: not the interpreter's start-up, which loads
@@ -55,13 +74,11 @@ def lua_stats(samples):
     are counted apart, not in the others. Returns (samples while the script
     ran, out of the handler, named, right, in the handler, native caller)."""
     names = set(LUA_CALLERS) | {LUA_ROOT}
-    named_at = [any(f in names for f in perfscript.syms(s)) for s in samples]
-    if True not in named_at:
+    window = workload_window(samples, lambda s: any(f in names for f in perfscript.syms(s)))
+    if window is None:
         return len(samples), len(samples), 0, 0, 0, 0
-    first = named_at.index(True)
-    last = len(named_at) - 1 - named_at[::-1].index(True)
     named = right = handler = wrong = 0
-    for s in samples[first:last + 1]:
+    for s in window:
         fr = perfscript.syms(s)
         if LUA_HANDLER in fr:
             handler += 1
@@ -70,7 +87,7 @@ def lua_stats(samples):
         named += any(f in names for f in fr)
         right += perfscript.interp_right(lua, LUA_CALLERS, LUA_ROOT)
         wrong += below
-    ns = last + 1 - first
+    ns = len(window)
     return ns, ns - handler, named, right, handler, wrong
 
 
@@ -128,16 +145,16 @@ def py_misplaced(sample):
     frames = sample[1]
     if any(sym == PY_LOOP for sym, _ in frames):
         return True
-    py = [(i, py_frame(sym)[0]) for i, (sym, dso) in enumerate(frames)
+    py = [(i, py_frame(sym)) for i, (sym, dso) in enumerate(frames)
           if perfscript.PERF_MAP.search(dso)]
     # Only the workload's own use: json's import and JSONDecoder call it too.
-    if ('encode', 'pywork.py') not in (py_frame(sym) for sym, _ in frames):
+    if ('encode', 'pywork.py') not in (f for _, f in py):
         return False
     for i, (_, dso) in enumerate(frames):
         if not PY_JSON_DSO.search(dso):
             continue
-        inner = [q for k, q in py if k < i]
-        outer = [q for k, q in py if k > i]
+        inner = [q for k, (q, _) in py if k < i]
+        outer = [q for k, (q, _) in py if k > i]
         if not outer or outer[0] not in PY_JSON_CALLERS or \
                 (inner and inner[-1] != 'to_jsonable'):
             return True
@@ -152,19 +169,16 @@ def py_stats(samples):
     (py_right), how many name them in an order the program cannot have,
     and how many have native code below a Python function that the
     interpreter's start does not explain. Returns a dict."""
-    def workload(s):
-        return any(py_frame(f)[1] == 'pywork.py' for f in perfscript.interpreted(s, PY_BINARY)[0])
-    at = [workload(s) for s in samples]
+    interp = {id(s): perfscript.interpreted(s, PY_BINARY) for s in samples}
     r = dict(in_python=0, named=0, right=0, bad_order=0, callee_below=0, misplaced=0,
              handler=0)
-    if True not in at:
-        at = [True] * len(samples)
-    first, last = at.index(True), len(at) - 1 - at[::-1].index(True)
-    for s in samples[first:last + 1]:
+    window = workload_window(samples, lambda s: any(py_frame(f)[1] == 'pywork.py'
+                                                    for f in interp[id(s)][0]))
+    for s in samples if window is None else window:
         if any(PY_HANDLER_DSO.search(dso) for _, dso in s[1]):
             r['handler'] += 1
             continue
-        names, below = perfscript.interpreted(s, PY_BINARY)
+        names, below = interp[id(s)]
         if not names and PY_LOOP not in perfscript.syms(s):
             continue
         r['in_python'] += 1
@@ -200,8 +214,6 @@ def python_table(rows, runs, texts, outdir, res, want):
         if mode not in texts:
             print(f'demo: no perf script output for {mode}', file=sys.stderr)
             continue
-        with open(os.path.join(outdir, f'{mode}.perf-script.txt'), 'w') as f:
-            f.write(texts[mode])
         samples = perfscript.parse(texts[mode])
         st = py_stats(samples)
         run = runs[mode]
@@ -209,12 +221,9 @@ def python_table(rows, runs, texts, outdir, res, want):
         res[mode] = dict(st, named_pct=pct(st['named'], n), right_pct=pct(st['right'], n),
                          handler_pct=pct(st['handler'], n + st['handler']),
                          rounds=int(run.get('rounds', 0)))
-        fold = perfscript.folded(samples)
-        with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
-            f.write(fold)
-        svg = os.path.join(outdir, f'flamegraph-{mode}.svg')
-        res[mode]['svg'] = (svg, flamegraph(fold, f'python3.11 pywork.py, {label}: {opt} '
-                                            f'({len(samples)} samples)', svg))
+        res[mode]['svg'] = keep_profile(outdir, mode, texts[mode], samples,
+                                        f'python3.11 pywork.py, {label}: {opt} '
+                                        f'({len(samples)} samples)')
         print(f"{label:<22} {len(samples):>7} {n:>9} {res[mode]['handler_pct']:>6.1f}% "
               f"{res[mode]['named_pct']:>6.1f}% {res[mode]['right_pct']:>6.1f}% "
               f"{st['bad_order']:>9} {st['callee_below']:>12} {st['misplaced']:>9} "
@@ -396,9 +405,6 @@ def main():
         if mode not in texts:
             print(f'demo: no perf script output for {mode} (see {log})', file=sys.stderr)
             continue
-        txt = os.path.join(outdir, f'{mode}.perf-script.txt')
-        with open(txt, 'w') as f:
-            f.write(texts[mode])
         lost = []
         samples = perfscript.parse(texts[mode], lost)
         st = perfscript.stats(samples)
@@ -407,12 +413,8 @@ def main():
         nbytes = int(runs.get(mode, {}).get('bytes', 0))
         res[mode] = dict(st, bytes=nbytes, main=pct(st['reach_main'], n),
                          bps=nbytes / n if n else 0.0)
-        fold = perfscript.folded(samples)
-        with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
-            f.write(fold)
-        svg = os.path.join(outdir, f'flamegraph-{mode}.svg')
-        how = flamegraph(fold, f'imgdemo, {label}: {opt} ({n} samples)', svg)
-        res[mode]['svg'] = (svg, how)
+        res[mode]['svg'] = keep_profile(outdir, mode, texts[mode], samples,
+                                        f'imgdemo, {label}: {opt} ({n} samples)')
         rows.append((label, opt, st, res[mode], runs.get(mode, {})))
 
     hdr = (f"{'unwinder':<22} {'perf record option':<22} {'samples':>7} {'reach main':>10} "
@@ -450,8 +452,6 @@ def main():
             want.append(mode)
             continue
         want.append(mode)
-        with open(os.path.join(outdir, f'{mode}.perf-script.txt'), 'w') as f:
-            f.write(texts[mode])
         lost = []
         samples = perfscript.parse(texts[mode], lost)
         n = len(samples)
@@ -459,11 +459,8 @@ def main():
         nbytes = int(runs[mode].get('bytes', 0))
         res[mode] = dict(named=pct(named, nw), right=pct(right, nw), wrong=wrong,
                          handler=pct(handler, ns), bps=nbytes / n if n else 0.0)
-        fold = perfscript.folded(samples)
-        with open(os.path.join(outdir, f'{mode}.folded'), 'w') as f:
-            f.write(fold)
-        svg = os.path.join(outdir, f'flamegraph-{mode}.svg')
-        res[mode]['svg'] = (svg, flamegraph(fold, f'lua5.4 interp.lua, {label}: {opt} ({n} samples)', svg))
+        res[mode]['svg'] = keep_profile(outdir, mode, texts[mode], samples,
+                                        f'lua5.4 interp.lua, {label}: {opt} ({n} samples)')
         print(f"{label:<22} {opt:<22} {n:>7} {ns:>9} {res[mode]['handler']:>6.1f}% "
               f"{res[mode]['named']:>8.1f}% "
               f"{res[mode]['right']:>8.1f}% {wrong:>12} {res[mode]['bps']:>12.0f} {sum(lost):>6} "
