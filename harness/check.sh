@@ -128,10 +128,15 @@ echo $? >"$LOGS/demo/rc"
 	# interpreter's loop in the kernel's walk, in most samples (a few land
 	# in start-up and exit); no native callee below a Lua function; none
 	# named without the module.
+	# fields_hold LINE CONDITION: whether awk's CONDITION holds of the
+	# KEY=VALUE fields of LINE (v["KEY"]).
+	fields_hold() {
+		echo "$1" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+			END { exit !('"$2"') }'
+	}
 	r=$(grep '^demo: interpreter' "$LOGS/demo.log" || echo "no interpreter rows")
-	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
-		END { exit !(v["lua_right"] + 0 >= 90 && v["lua_callee_below"] == "0" &&
-			     v["without_module_named"] + 0 == 0) }'; then
+	if fields_hold "$r" 'v["lua_right"] + 0 >= 90 && v["lua_callee_below"] == "0" &&
+		v["without_module_named"] + 0 == 0'; then
 		echo "ok 4 perf script names the Lua functions: ${r#demo: interpreter }"
 	else
 		echo "not ok 4 perf script, Lua: ${r#demo: }"
@@ -145,17 +150,15 @@ echo $? >"$LOGS/demo/rc"
 	# (json's C encoder between its caller and callee), none named without
 	# it, no child lost; and the torture run ends cleanly, with answers.
 	r=$(grep '^demo: python' "$LOGS/demo.log" || echo "no python row")
-	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
-		END { exit !(v["py_right"] + 0 >= 95 && v["py_bad_order"] == "0" &&
-			     v["py_callee_below"] == "0" && v["py_misplaced"] == "0" &&
-			     v["without_ext_named"] == "0.0%" && v["children_failed"] == "0") }'; then
+	if fields_hold "$r" 'v["py_right"] + 0 >= 95 && v["py_bad_order"] == "0" &&
+		v["py_callee_below"] == "0" && v["py_misplaced"] == "0" &&
+		v["without_ext_named"] == "0.0%" && v["children_failed"] == "0"'; then
 		echo "ok 5 perf script names the Python functions: ${r#demo: python }"
 	else
 		echo "not ok 5 perf script, Python: ${r#demo: }"
 	fi
-	if echo "$r" | awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
-		END { exit !(v["torture_rc"] == "0" && v["torture_threads"] + 0 > 0 &&
-			     v["torture_built"] + 0 > 0) }'; then
+	if fields_hold "$r" 'v["torture_rc"] == "0" && v["torture_threads"] + 0 > 0 &&
+		v["torture_built"] + 0 > 0'; then
 		echo "ok 6 Python torture run under sampling ended cleanly: $(grep '^torture:' "$LOGS/demo.log")"
 	else
 		echo "not ok 6 Python torture run: $(grep '^torture:' "$LOGS/demo.log" || echo "no torture line")"
