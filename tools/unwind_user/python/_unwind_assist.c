@@ -899,7 +899,10 @@ static PyObject *ua_flush(PyObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-/* In a fork child: its own map file (every slot again) and writer. */
+/*
+ * In a fork child: its own map file (every slot again); opt_in() starts its
+ * writer.
+ */
 static PyObject *ua_after_fork_child(PyObject *self, PyObject *unused)
 {
 	if (!installed)
@@ -1064,13 +1067,13 @@ static PyObject *ua_info(PyObject *self, PyObject *unused)
 
 static PyMethodDef methods[] = {
 	{ "install", ua_install, METH_NOARGS,
-	  "Map the slots, install the handler, start the writer: the signal" },
+	  "Map the slots, install the handler: the signal" },
 	{ "opt_in", ua_opt_in, METH_NOARGS,
-	  "UNWIND_USER_ASSIST_ENABLE: 0 or its errno" },
+	  "UNWIND_USER_ASSIST_ENABLE, then the writer: 0 or an errno" },
 	{ "opt_out", ua_opt_out, METH_NOARGS, "Turn it off: 0 or errno" },
 	{ "flush", ua_flush, METH_NOARGS, "Write new names to the perf map" },
 	{ "after_fork_child", ua_after_fork_child, METH_NOARGS,
-	  "New writer and map file in a fork child" },
+	  "A fork child: its own map file; opt_in() starts its writer" },
 	{ "_answer", ua_answer, METH_VARARGS,
 	  "Test hook: (runs or None, reason) of a thread (native id)" },
 	{ "stats", ua_stats, METH_NOARGS, "Counters" },
