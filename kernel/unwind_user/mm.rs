@@ -85,6 +85,11 @@ impl<'a> LockedMm<'a> {
         Some(unsafe { VmaRef::from_raw(vma) })
     }
 
+    /// The file mapping containing `addr`, if it is executable.
+    pub(crate) fn exec_file_mapping(&self, addr: usize) -> Option<FileMapping> {
+        self.vma(addr).and_then(FileMapping::of)
+    }
+
     /// Is `addr` mapped?
     pub(crate) fn is_mapped(&self, addr: usize) -> bool {
         self.vma(addr).is_some()
@@ -94,6 +99,45 @@ impl<'a> LockedMm<'a> {
     pub(crate) fn in_one_vma(&self, start: usize, end: usize, flags: vm_flags_t) -> bool {
         self.vma(start)
             .is_some_and(|vma| end <= vma.end() && vma.flags() & flags == flags)
+    }
+}
+
+/// An executable mapping of a file, as a VMA described it while the mmap
+/// lock was held.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileMapping {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    /// The offset in the file of `start`, in bytes.
+    pub(crate) offset: u64,
+    /// The file's inode: an identity to compare, only dereferenced by
+    /// whoever holds a reference to it.
+    pub(crate) inode: *const bindings::inode,
+}
+
+impl FileMapping {
+    /// The mapping `vma` makes, if it maps a file and is executable.
+    pub(crate) fn of(vma: &VmaRef) -> Option<FileMapping> {
+        if vma.flags() & kernel::mm::virt::flags::EXEC == 0 {
+            return None;
+        }
+        let raw = vma.as_ptr();
+        // SAFETY: `vma` is a live VMA whose mm's mmap lock is held for the
+        // borrow (`VmaRef`'s invariant): its file and offset are stable.
+        let (file, pgoff) = unsafe { ((*raw).vm_file, (*raw).vm_pgoff) };
+        if file.is_null() {
+            return None;
+        }
+        // SAFETY: A VMA holds a reference to its file for as long as it
+        // maps it; `f_inode` is set when the file is opened and never
+        // changes.
+        let inode = unsafe { (*file).f_inode }.cast_const();
+        Some(FileMapping {
+            start: vma.start(),
+            end: vma.end(),
+            offset: (pgoff as u64).checked_mul(kernel::page::PAGE_SIZE as u64)?,
+            inode,
+        })
     }
 }
 

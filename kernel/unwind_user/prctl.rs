@@ -5,12 +5,12 @@
 //! bindgen'ed definitions.
 
 use crate::{
-    assist, mm, register,
+    assist, file_table, mm, register,
     registry::{Section, SframeMm, MAX_SECTION_SIZE},
 };
 use kernel::{
     bindings,
-    error::code::{E2BIG, EINVAL, ENOENT},
+    error::code::{E2BIG, EBADF, EINVAL, ENOENT},
     ffi::{c_int, c_ulong},
     prelude::*,
     sync::atomic::Relaxed,
@@ -57,8 +57,10 @@ uapi_structs! {
     } = UNWIND_USER_SFRAME_SIZE_VER1;
     unwind_user_info {
         nr_sections, unwinds, sframe_frames, fp_fallbacks, errors, dropped,
-        nofault_frames, nofault_faults, cached_frames, section_reads, section_bytes
-    } = UNWIND_USER_INFO_SIZE_VER2;
+        nofault_frames, nofault_faults, cached_frames, section_reads, section_bytes,
+        file_tables, file_bytes
+    } = UNWIND_USER_INFO_SIZE_VER3;
+    unwind_user_file { fd, flags, sframe_ptr, sframe_size, sframe_addr } = UNWIND_USER_FILE_SIZE_VER0;
     unwind_user_assist { signo, max_entries, timeout_ms, flags } = UNWIND_USER_ASSIST_SIZE_VER0;
     unwind_user_assist_frames { cookie, entries, nr, flags } = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0;
 }
@@ -113,6 +115,7 @@ where
 const SFRAME_SIZE_VER0: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER0 as usize;
 const SFRAME_SIZE_VER1: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER1 as usize;
 const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
+const FILE_SIZE_VER0: usize = bindings::UNWIND_USER_FILE_SIZE_VER0 as usize;
 const F_ADDR: u64 = bindings::UNWIND_USER_SFRAME_F_ADDR as u64;
 
 /// `UNWIND_USER_SFRAME_REGISTER`.
@@ -142,6 +145,7 @@ fn register(ptr: c_ulong, size: c_ulong) -> Result {
         sframe_start: usize::try_from(u.sframe_start).map_err(|_| EINVAL)?,
         sframe_addr: usize::try_from(sframe_addr).map_err(|_| EINVAL)?,
         sframe_len: u32::try_from(u.sframe_size).map_err(|_| E2BIG)?,
+        resident: false,
     })
 }
 
@@ -155,9 +159,14 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
     if !(INFO_SIZE_VER0..=kernel::page::PAGE_SIZE).contains(&size) {
         return Err(EINVAL);
     }
+    let (file_tables, file_bytes) = file_table::usage();
     let info = mm::with_current(|mm| {
         let Some(r) = SframeMm::of(mm) else {
-            return Ok(bindings::unwind_user_info::default());
+            return Ok(bindings::unwind_user_info {
+                file_tables,
+                file_bytes,
+                ..Default::default()
+            });
         };
         let c = &r.counters;
         let (frames, fallbacks, errors, faults) = (
@@ -182,6 +191,8 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
             cached_frames: c.cached_frames.load(Relaxed),
             section_reads: c.section_reads.load(Relaxed),
             section_bytes: c.section_bytes.load(Relaxed),
+            file_tables,
+            file_bytes,
         })
     })?;
     write_versioned(ptr, size, info)
@@ -196,12 +207,20 @@ pub(crate) fn prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) ->
     const QUERY: c_ulong = bindings::UNWIND_USER_QUERY as c_ulong;
     const ASSIST_ENABLE: c_ulong = bindings::UNWIND_USER_ASSIST_ENABLE as c_ulong;
     const ASSIST_SUBMIT: c_ulong = bindings::UNWIND_USER_ASSIST_SUBMIT as c_ulong;
+    const FILE_ATTACH: c_ulong = bindings::UNWIND_USER_FILE_ATTACH as c_ulong;
+    const FILE_DETACH: c_ulong = bindings::UNWIND_USER_FILE_DETACH as c_ulong;
     match op {
         REGISTER if arg5 == 0 => register(arg3, arg4),
         UNREGISTER if arg4 == 0 && arg5 == 0 => unregister(arg3),
         QUERY if arg5 == 0 => query(arg3, arg4),
         ASSIST_ENABLE if arg5 == 0 => assist::enable(arg3, arg4),
         ASSIST_SUBMIT if arg5 == 0 => assist::submit(arg3, arg4),
+        FILE_ATTACH if arg5 == 0 => {
+            file_table::attach(&read_versioned(arg3, arg4, FILE_SIZE_VER0)?)
+        }
+        FILE_DETACH if arg4 == 0 && arg5 == 0 => {
+            file_table::detach(i32::try_from(arg3).map_err(|_| EBADF)?)
+        }
         _ => Err(EINVAL),
     }
 }

@@ -21,10 +21,7 @@ use kernel::{
         MmWithUser,
     },
     prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc,
-    },
+    sync::atomic::{Atomic, Relaxed},
 };
 use sframe::Stopped;
 
@@ -124,7 +121,7 @@ impl sframe::Visitor for Keep {
 
 /// Validates `s` in full through `reader` and returns what unwinds will use
 /// instead of reading it again (see [`Keep`]).
-fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Arc<Fdes>> {
+pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes> {
     let mut sec = open(s, reader).map_err(|e| refuse(e.name(), s, validation_errno(&e)))?;
     let header = *sec.header();
     // The header's count is checked against the section's size only: a
@@ -159,7 +156,7 @@ fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Arc<Fdes>> {
     if keep.outside {
         return Err(refuse("function outside the text", s, ERANGE));
     }
-    Fdes::new(header, keep.packed, keep.marks)
+    Ok(Fdes::from_parts(header, keep.packed, keep.marks))
 }
 
 /// Bytes of section [`add`] reads at a time, in two blocks.
@@ -194,7 +191,8 @@ fn add_to(mm: &MmWithUser, s: Section) -> Result {
         &s,
         sframe::Blocks::new(&mut reader, &mut blocks, s.sframe_len),
     )
-    .map_err(|e| if reader.killed { EINTR } else { e })?;
+    .map_err(|e| if reader.killed { EINTR } else { e })?
+    .shared()?;
 
     mm::with_locked(mm, |mm| {
         let sframe_end = s.sframe_start + s.sframe_len as usize;
@@ -223,6 +221,7 @@ mod tests {
             sframe_start: 0x10000,
             sframe_addr: 0x10000,
             sframe_len: TEST_SECTION.len() as u32,
+            resident: false,
         }
     }
 

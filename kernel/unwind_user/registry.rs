@@ -72,11 +72,23 @@ pub(crate) struct Section {
     pub(crate) sframe_addr: usize,
     /// Its size in bytes, at most [`MAX_SECTION_SIZE`].
     pub(crate) sframe_len: u32,
+    /// The section's bytes are a file's table in kernel memory
+    /// (`file_table.rs`), not in the address space: `sframe_start` is 0
+    /// and unmapping no range of the address space but the text's drops
+    /// the registration.
+    pub(crate) resident: bool,
 }
 
 impl Section {
     fn overlaps(&self, start: usize, end: usize) -> bool {
         self.text_start < end && start < self.text_end
+    }
+
+    /// Does unmapping `[start, end)` take away the text or the section?
+    pub(crate) fn unmapped_by(&self, start: usize, end: usize) -> bool {
+        let sframe_end = self.sframe_start.saturating_add(self.sframe_len as usize);
+        self.overlaps(start, end)
+            || (!self.resident && self.sframe_start < end && start < sframe_end)
     }
 }
 
@@ -99,37 +111,62 @@ pub(crate) struct FreMark {
 /// start, and marks of the rows of its largest functions. A lookup
 /// binary-searches them here; only the function's FRE bytes are read from
 /// the section, at most [`FRE_MARK_EVERY`] rows of them, and checked as
-/// they are read.
+/// they are read: from the address space, or for a file's table from the
+/// copy of the section kept here.
 pub(crate) struct Fdes {
     header: sframe::Header,
     packed: KVVec<sframe::PackedFde>,
     /// Sorted by function, then by start.
     marks: KVVec<FreMark>,
+    /// The section itself, for a file's table (`file_table.rs`).
+    section: Option<KVVec<u8>>,
 }
 
 impl Fdes {
     /// The table of a section with `header`, its FDEs `packed` (in address
     /// order, relative to the text start) and the `marks` of their rows (by
     /// function, then start).
+    pub(crate) fn from_parts(
+        header: sframe::Header,
+        packed: KVVec<sframe::PackedFde>,
+        marks: KVVec<FreMark>,
+    ) -> Fdes {
+        Fdes {
+            header,
+            packed,
+            marks,
+            section: None,
+        }
+    }
+
+    /// [`Fdes::from_parts`], shared.
     pub(crate) fn new(
         header: sframe::Header,
         packed: KVVec<sframe::PackedFde>,
         marks: KVVec<FreMark>,
     ) -> Result<Arc<Fdes>> {
-        Ok(Arc::new(
-            Fdes {
-                header,
-                packed,
-                marks,
-            },
-            gfp(),
-        )?)
+        Fdes::from_parts(header, packed, marks).shared()
     }
 
-    /// Kernel memory the table takes, as counted against [`MAX_FDE_BYTES`].
+    /// The table, keeping `section`, the bytes it was validated from.
+    pub(crate) fn with_section(self, section: KVVec<u8>) -> Fdes {
+        Fdes {
+            section: Some(section),
+            ..self
+        }
+    }
+
+    /// The table, to be shared by registrations.
+    pub(crate) fn shared(self) -> Result<Arc<Fdes>> {
+        Ok(Arc::new(self, gfp())?)
+    }
+
+    /// Kernel memory the table takes, as counted against [`MAX_FDE_BYTES`]
+    /// (and a file's table against the machine's budget).
     pub(crate) fn bytes(&self) -> usize {
         self.packed.len() * core::mem::size_of::<sframe::PackedFde>()
             + self.marks.len() * core::mem::size_of::<FreMark>()
+            + self.section.as_ref().map_or(0, |s| s.len())
     }
 
     /// The FDE whose function contains `off` (from the text start), its
@@ -324,6 +361,10 @@ impl Counters {
 /// (`__mmput()`).
 pub(crate) struct SframeMm {
     table: Atomic<*mut Table>,
+    /// The generation of the machine's file tables this registry's rule
+    /// cache was filled in (`file_table::gen()`): a PC cached as no
+    /// section's may be a newly attached file's.
+    files_gen: Atomic<u64>,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
     /// The generation, advanced on every change a cached rule may depend
@@ -381,6 +422,7 @@ impl SframeMm {
         Ok(KBox::new(
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
+                files_gen: Atomic::new(crate::file_table::gen()),
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
@@ -434,10 +476,14 @@ impl SframeMm {
         unsafe { self.table.load(Acquire).as_ref() }
     }
 
-    /// The generation of the registry now, what a walk starts with, if
-    /// anything is registered.
-    pub(crate) fn walk_gen(&self) -> Option<u64> {
-        Some(self.gen()).filter(|g| g & 1 != 0)
+    /// Empties the rule cache if the machine's file tables changed since
+    /// it was filled (`files_gen`, the generation they have now). Lock-free,
+    /// in any context.
+    pub(crate) fn sync_files(&self, files_gen: u64) {
+        let seen = self.files_gen.load(Relaxed);
+        if seen != files_gen && self.files_gen.cmpxchg(seen, files_gen, Relaxed).is_ok() {
+            self.invalidate(None);
+        }
     }
 
     /// The generation word now.
@@ -507,6 +553,16 @@ impl SframeMm {
             }
         });
         Lookup { found, gen }
+    }
+
+    /// Calls `f` with the bytes of the file's section `found` came from,
+    /// under RCU: `None` if it is not a file's table, or no longer
+    /// registered.
+    pub(crate) fn with_section<R>(&self, found: &Found, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let guard = rcu::read_lock();
+        let (_, e) = self.table(&guard)?.find(found.section.text_start)?;
+        let bytes = e.fdes.section.as_ref().filter(|_| e.id == found.id)?;
+        Some(f(bytes))
     }
 
     /// Is `pc` in the text of a live registration? Such text was one
@@ -619,9 +675,12 @@ impl<'a> RegistryWriter<'a> {
     pub(crate) fn add(&mut self, s: Section, fdes: Arc<Fdes>) -> Result {
         let old = self.table();
         let live = || old.into_iter().flat_map(Table::live);
+        // A file's table is shared, and counted against the machine's
+        // budget instead.
+        let own = |s: &Section, f: &Fdes| if s.resident { 0 } else { f.bytes() };
         let bytes = live()
-            .map(|e| e.fdes.bytes())
-            .fold(fdes.bytes(), usize::saturating_add);
+            .map(|e| own(&e.section, &e.fdes))
+            .fold(own(&s, &fdes), usize::saturating_add);
         if live().count() >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
             return Err(ENOSPC);
         }
@@ -658,10 +717,7 @@ impl<'a> RegistryWriter<'a> {
         let Some(old) = self.table() else {
             return;
         };
-        let hit = |e: &Section| {
-            let sframe_end = e.sframe_start.saturating_add(e.sframe_len as usize);
-            e.overlaps(start, end) || (e.sframe_start < end && start < sframe_end)
-        };
+        let hit = |e: &Section| e.unmapped_by(start, end);
         if !old.live().any(|e| hit(&e.section)) {
             return;
         }
@@ -770,6 +826,7 @@ pub(crate) mod fixtures {
             sframe_start: 0x7000_0000 + text_start,
             sframe_addr: 0x7000_0000 + text_start,
             sframe_len: 64,
+            resident: false,
         }
     }
 }

@@ -7,6 +7,7 @@
 //! grows and stays aligned, and advances.
 
 use crate::{
+    file_table,
     registry::{Counters, Found, SframeMm},
     rule_cache::{Cached, CachedRule},
     usermem::{UserMem, UserReader},
@@ -212,6 +213,22 @@ pub(crate) fn done(mm: &SframeMm, state: &bindings::unwind_user_state) {
     }
 }
 
+/// The row of `pc` in function `i` (`fde`) of the section of `found`, read
+/// through `reader`: the header and the FDE as registration validated
+/// them; only the function's rows are read, each checked as it is.
+fn find_row<R: sframe::Reader>(
+    found: &Found,
+    i: u32,
+    fde: &sframe::PackedFde,
+    reader: R,
+    pc: usize,
+) -> core::result::Result<Row, SfError> {
+    let s = &found.section;
+    let fde = fde.unpack(found.header.version, s.text_start as u64, i)?;
+    sframe::Section::with_header(reader, s.sframe_len, s.sframe_addr as u64, found.header)?
+        .find_row_from(&fde, found.mark.as_ref(), pc as u64)
+}
+
 /// The row of `pc` in the function `found` names, read from the section
 /// within this walk's budget; `None` if no row describes `pc`. A section
 /// found malformed is dropped.
@@ -225,33 +242,29 @@ fn read_row(
     let Some((i, fde)) = found.fde else {
         return Ok(None);
     };
-    let walk_max = if state.nofault {
-        WALK_BYTES_NOFAULT
-    } else {
-        WALK_BYTES
-    };
-    let allowance = walk_max.saturating_sub(state.sframe_bytes).min(FRAME_BYTES);
-    let mut reader = UserReader::new(&found.section, mem, allowance);
-    // The header and the FDE as registration validated them; only the
-    // function's rows are read, each checked as it is.
     let s = &found.section;
-    let r = fde
-        .unpack(found.header.version, s.text_start as u64, i)
-        .and_then(|fde| {
-            sframe::Section::with_header(
-                &mut reader,
-                s.sframe_len,
-                s.sframe_addr as u64,
-                found.header,
-            )?
-            .find_row_from(&fde, found.mark.as_ref(), pc as u64)
-        });
-    state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
-    state.sframe_reads = state.sframe_reads.saturating_add(reader.reads);
+    let (r, exhausted) = if s.resident {
+        // A file's table: its rows are in kernel memory, read under RCU.
+        // A registration gone since the lookup describes nothing now.
+        let r = mm.with_section(found, |bytes| find_row(found, i, &fde, bytes, pc));
+        (r.unwrap_or(Err(SfError::NotCovered)), false)
+    } else {
+        let walk_max = if state.nofault {
+            WALK_BYTES_NOFAULT
+        } else {
+            WALK_BYTES
+        };
+        let allowance = walk_max.saturating_sub(state.sframe_bytes).min(FRAME_BYTES);
+        let mut reader = UserReader::new(s, mem, allowance);
+        let r = find_row(found, i, &fde, &mut reader, pc);
+        state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
+        state.sframe_reads = state.sframe_reads.saturating_add(reader.reads);
+        (r, reader.exhausted)
+    };
     match r {
         Ok(row) => Ok(Some(row)),
         Err(SfError::NotCovered) => Ok(None),
-        Err(_) if reader.exhausted => {
+        Err(_) if exhausted => {
             bump(&mut state.sframe_errors);
             // At NMI or IRQ time the budget is smaller than a deferred
             // walk's, which may get further.
@@ -373,7 +386,13 @@ fn lookup_step(
         bump(&mut state.sframe_fallbacks);
         return Err(ENOENT);
     }
-    let lookup = mm.lookup(pc);
+    let mut lookup = mm.lookup(pc);
+    // Code no registration covers may be a file's whose table is not
+    // attached to this address space yet: a walk that may sleep attaches
+    // it, once; a miss is cached below as for any other.
+    if lookup.found.is_none() && !state.nofault && file_table::attach_current(pc) {
+        lookup = mm.lookup(pc);
+    }
     // A walk that meets a newer generation goes on with it: its rules are
     // as current as the walk.
     state.sframe_gen = lookup.gen;

@@ -15,6 +15,8 @@
 //! - `prctl.rs`: the `PR_UNWIND_USER` ABI of `include/uapi/linux/unwind_user.h`;
 //! - `register.rs`: validating a section and registering it;
 //! - `registry.rs`: the sections of an address space, read under RCU;
+//! - `file_table.rs`: sections attached to files, shared by every address
+//!   space that maps them, attached to each by its first walk there;
 //! - `rule_cache.rs`: what each PC unwinds with, kept across walks;
 //! - `mm.rs`: the mmap write lock, held by the registry's writers;
 //! - `usermem.rs`: reading the task's memory, faultable or not;
@@ -41,6 +43,7 @@ use kernel::{
 const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 
 mod assist;
+mod file_table;
 mod mm;
 mod prctl;
 mod register;
@@ -75,11 +78,20 @@ pub extern "C" fn sframe_add_section(
         sframe_start,
         sframe_addr: sframe_start,
         sframe_len,
+        resident: false,
     };
     match register::add(s) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
+}
+
+/// Initialises the machine's file tables; called once, by the initcall of
+/// `kernel/unwind_user/files.c`, before any user process exists.
+#[export]
+pub extern "C" fn unwind_user_files_init() {
+    // SAFETY: The initcall runs once, before anything attaches or unwinds.
+    unsafe { file_table::init() };
 }
 
 /// `prctl(PR_UNWIND_USER, op, arg3, arg4, arg5)`.
@@ -111,7 +123,9 @@ pub unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c
 
 /// Prepares `state`, a walk of the current task, for SFrame steps: finds
 /// the registry of `mm` once for the walk. Returns `false` when `mm` has no
-/// section registered: the walk then uses frame pointers alone.
+/// section registered and the walk cannot attach a file's table (none
+/// exists, or page faults are disabled: NMI or IRQ time): the walk then
+/// uses frame pointers alone.
 ///
 /// # Safety
 ///
@@ -122,16 +136,22 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
     mm: *mut bindings::mm_struct,
     state: *mut bindings::unwind_user_state,
 ) -> bool {
+    // SAFETY: Reads the current task's page-fault-disabled count.
+    let may_attach = file_table::any() && !unsafe { bindings::unwind_user_pagefault_disabled() };
+    // SAFETY: Valid (the caller's contract), not aliased during the call.
+    let state = unsafe { &mut *state };
     // SAFETY: `mm` is the current task's mm (the caller's contract), which
     // has users while the task runs.
     let Some(smm) = SframeMm::of(unsafe { MmWithUser::from_raw(mm) }) else {
-        return false;
+        // The first step creates the registry (`unwind_user_sframe_next()`).
+        state.sframe_mm = core::ptr::null_mut();
+        return may_attach;
     };
-    let Some(gen) = smm.walk_gen() else {
+    smm.sync_files(file_table::gen());
+    let gen = smm.gen();
+    if gen & 1 == 0 && !may_attach {
         return false;
-    };
-    // SAFETY: Valid (the caller's contract), not aliased during the call.
-    let state = unsafe { &mut *state };
+    }
     state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
     state.sframe_gen = gen;
     true
@@ -147,6 +167,24 @@ unsafe fn walk_registry<'a>(state: &bindings::unwind_user_state) -> Option<&'a S
     // SAFETY: Null, or the registry of the current task's mm, which lives
     // as long as the mm, longer than the walk (the caller's contract).
     unsafe { state.sframe_mm.cast::<SframeMm>().as_ref() }
+}
+
+/// Creates the registry of the current task's address space for the walk
+/// of `state`, which may sleep, and points `state` to it.
+fn walk_create_registry(state: &mut bindings::unwind_user_state) -> bool {
+    let task = kernel::current!();
+    let Some(mm) = task.mm() else {
+        return false;
+    };
+    if file_table::registry_for_walk(mm).is_err() {
+        return false;
+    }
+    let Some(smm) = SframeMm::of(mm) else {
+        return false;
+    };
+    state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
+    state.sframe_gen = smm.gen();
+    true
 }
 
 /// The SFrame step of `kernel/unwind/user.c` for the current task. Returns
@@ -171,6 +209,14 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     // call.
     let (state, frame) = unsafe { (&mut *state, &mut *frame) };
     // SAFETY: Set up by `unwind_user_sframe_start()` (the caller's contract).
+    if unsafe { walk_registry(state) }.is_none() {
+        // A walk that may attach file tables, in an address space with no
+        // registry yet: one is made for what the walk finds.
+        if state.nofault || !walk_create_registry(state) {
+            return ENOENT.to_errno();
+        }
+    }
+    // SAFETY: As above, or set by `walk_create_registry()`.
     let Some(smm) = (unsafe { walk_registry(state) }) else {
         return ENOENT.to_errno();
     };
@@ -240,15 +286,16 @@ pub unsafe extern "C" fn sframe_mm_dup(
         return 0;
     };
     // Both ends of the text and of the section were copied (a VMA split
-    // since registration, by mprotect() say, is no reason to drop it).
+    // since registration, by mprotect() say, is no reason to drop it); a
+    // file's table is in kernel memory.
     let mapped = |s: &Section| {
         let sframe_last = s
             .sframe_start
             .saturating_add((s.sframe_len as usize).saturating_sub(1));
         let text_last = s.text_end.saturating_sub(1);
-        [s.text_start, text_last, s.sframe_start, sframe_last]
-            .into_iter()
-            .all(|addr| new.is_mapped(addr))
+        let ends = [s.text_start, text_last, s.sframe_start, sframe_last];
+        let n = if s.resident { 2 } else { ends.len() };
+        ends.into_iter().take(n).all(|addr| new.is_mapped(addr))
     };
     match new
         .registry_or_create()

@@ -34,6 +34,16 @@
  *       struct unwind_user_assist_frames *frames, size_t size, 0)
  */
 #define UNWIND_USER_ASSIST_SUBMIT	5
+/*
+ * prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH,
+ *       struct unwind_user_file *file, size_t size, 0)
+ *
+ * Needs CAP_PERFMON or CAP_SYS_ADMIN: the section is attached to the file,
+ * for every process that maps it, now or later.
+ */
+#define UNWIND_USER_FILE_ATTACH		6
+/* prctl(PR_UNWIND_USER, UNWIND_USER_FILE_DETACH, fd, 0, 0); same privilege */
+#define UNWIND_USER_FILE_DETACH		7
 
 /**
  * struct unwind_user_sframe - one .sframe section and the text it describes
@@ -70,6 +80,33 @@ struct unwind_user_sframe {
 #define UNWIND_USER_SFRAME_SIZE_VER1	48
 
 /**
+ * struct unwind_user_file - an SFrame section for an ELF file
+ * @fd:          the file (an x86-64 ELF executable or shared object with
+ *               exactly one executable PT_LOAD segment), open for reading;
+ *               it must not be open for writing anywhere (ETXTBSY)
+ * @flags:       0
+ * @sframe_ptr:  the section's bytes in the caller's memory
+ * @sframe_size: their size
+ * @sframe_addr: the link-time address the section's own addresses are
+ *               relative to: 0 for sframe-synth's output, the section's
+ *               sh_addr for a file's own .sframe
+ *
+ * The kernel copies and validates the section, keeps one table for the
+ * file, shared by every address space that maps its text, and attaches it
+ * to an address space the first time a walk that may sleep meets that
+ * text.  Size-versioned, as struct unwind_user_sframe.
+ */
+struct unwind_user_file {
+	__s32 fd;
+	__u32 flags;
+	__u64 sframe_ptr;
+	__u64 sframe_size;
+	__u64 sframe_addr;
+};
+
+#define UNWIND_USER_FILE_SIZE_VER0	32
+
+/**
  * struct unwind_user_info - state of this process's unwinder
  * @nr_sections:    sections registered now
  * @unwinds:        SFrame lookups done for this address space
@@ -88,6 +125,10 @@ struct unwind_user_sframe {
  *                  from an earlier unwind (no read of the section)
  * @section_reads:  copies from SFrame sections made while unwinding
  * @section_bytes:  bytes those copies read
+ * @file_tables:    tables attached to files (UNWIND_USER_FILE_ATTACH),
+ *                  machine-wide
+ * @file_bytes:     kernel memory those tables take, machine-wide, bounded by
+ *                  the sysctl kernel.unwind_user_file_bytes_max
  *
  * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes; size
  * must be at least UNWIND_USER_INFO_SIZE_VER0.
@@ -104,11 +145,14 @@ struct unwind_user_info {
 	__u64 cached_frames;		/* since VER2 */
 	__u64 section_reads;		/* since VER2 */
 	__u64 section_bytes;		/* since VER2 */
+	__u64 file_tables;		/* since VER3 */
+	__u64 file_bytes;		/* since VER3 */
 };
 
 #define UNWIND_USER_INFO_SIZE_VER0	48
 #define UNWIND_USER_INFO_SIZE_VER1	64
 #define UNWIND_USER_INFO_SIZE_VER2	88
+#define UNWIND_USER_INFO_SIZE_VER3	104
 
 /**
  * struct unwind_user_assist - user-assisted unwinding of this process

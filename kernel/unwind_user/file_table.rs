@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! SFrame tables of files, one per file, shared by every address space
+//! that maps the file's text, now or later.
+//!
+//! A privileged agent attaches a section to a file
+//! (`UNWIND_USER_FILE_ATTACH`: a file descriptor and the section's bytes):
+//! the kernel reads the file's program headers itself, copies and
+//! validates the section once, and keeps it with its FDE table in kernel
+//! memory ([`FileTable`]). Nothing happens at exec or mmap: the first walk
+//! that may sleep and meets an IP in an executable mapping of the file with
+//! nothing registered there attaches the table to the address space, with
+//! the mapping's load bias ([`attach_at`]), as a registration whose rows
+//! are read from kernel memory (never a user read, at NMI time neither).
+//!
+//! A table is keyed by the file's inode, of which it holds a reference,
+//! and stamped with the inode's size, mtime and ctime when it was built: a
+//! file open for writing is refused, and a table whose file changed since
+//! (rewritten in place, truncated) is dropped instead of attached. Their
+//! memory is charged to the memory cgroup of the agent that attached them,
+//! and bounded machine-wide by `kernel.unwind_user_file_bytes_max`.
+
+use crate::{
+    mm::{self, FileMapping},
+    register,
+    registry::{gfp, Fdes, Section, MAX_SECTION_SIZE},
+};
+use core::{pin::Pin, ptr::NonNull};
+use kernel::{
+    alloc::{KVVec, KVec},
+    bindings,
+    error::code::{E2BIG, EBADF, EINVAL, ENOENT, ENOSPC, EPERM, ETXTBSY},
+    ffi::c_int,
+    fs::LocalFile,
+    global_lock,
+    mm::MmWithUser,
+    prelude::*,
+    sync::{
+        aref::ARef,
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+    uaccess::{UserPtr, UserSlice},
+};
+
+/// `ENOEXEC`, which `kernel::error::code` does not have.
+fn enoexec() -> Error {
+    Error::from_errno(-(bindings::ENOEXEC as c_int))
+}
+
+global_lock! {
+    // SAFETY: `unwind_user_files_init()` initialises it, at core_initcall
+    // time, before any user process exists to attach or unwind.
+    unsafe(uninit) static FILES: Mutex<KVec<Arc<FileTable>>> = KVec::new();
+}
+
+/// Initialises the lock of the machine's file tables.
+///
+/// # Safety
+///
+/// Called once, before any other use of the lock.
+pub(crate) unsafe fn init() {
+    // SAFETY: The caller's contract.
+    unsafe { FILES.init() };
+}
+
+/// How many tables [`FILES`] holds, readable without its lock.
+static NR_TABLES: Atomic<u64> = Atomic::new(0);
+/// Bytes of kernel memory they hold.
+static TABLE_BYTES: Atomic<u64> = Atomic::new(0);
+/// Advanced on every change of [`FILES`]: a registry whose rule cache was
+/// filled before may have cached a newly attached file's PCs as no
+/// section's.
+static GEN: Atomic<u64> = Atomic::new(0);
+
+/// The generation of the machine's file tables.
+pub(crate) fn gen() -> u64 {
+    GEN.load(Relaxed)
+}
+
+/// Does any file have a table? One atomic read: what a walk asks before
+/// looking for one.
+pub(crate) fn any() -> bool {
+    NR_TABLES.load(Relaxed) != 0
+}
+
+/// The number of file tables and the kernel memory they take.
+pub(crate) fn usage() -> (u64, u64) {
+    (NR_TABLES.load(Relaxed), TABLE_BYTES.load(Relaxed))
+}
+
+/// The executable segment of an ELF file: where its text is, in the file
+/// and at link time.
+#[derive(Clone, Copy, Debug)]
+struct TextSegment {
+    vaddr: u64,
+    offset: u64,
+    size: u64,
+}
+
+/// What identifies the contents of a file: its size, mtime and ctime.
+/// Writing to, truncating or replacing the data of a file changes them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: i64,
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+}
+
+impl Stamp {
+    /// The stamp of `inode` now.
+    ///
+    /// # Safety
+    ///
+    /// `inode` must be live for the call.
+    unsafe fn of(inode: *const bindings::inode) -> Stamp {
+        // The high bits of `i_ctime_nsec` are flags of multigrain
+        // timestamps (`I_CTIME_QUERIED`), not time.
+        const NSEC: u32 = (1 << 30) - 1;
+        // SAFETY: `inode` is live (the caller's contract); the fields are
+        // read as `i_size_read()` and `inode_get_mtime()` read them, racing
+        // with writers, which a changed stamp reports.
+        unsafe {
+            let rd = |p: *const i64| core::ptr::read_volatile(p);
+            let rd32 = |p: *const u32| core::ptr::read_volatile(p);
+            Stamp {
+                size: rd(&raw const (*inode).i_size),
+                mtime: (
+                    rd(&raw const (*inode).i_mtime_sec),
+                    rd32(&raw const (*inode).i_mtime_nsec),
+                ),
+                ctime: (
+                    rd(&raw const (*inode).i_ctime_sec),
+                    rd32(&raw const (*inode).i_ctime_nsec) & NSEC,
+                ),
+            }
+        }
+    }
+}
+
+/// The SFrame table of one file.
+///
+/// # Invariants
+///
+/// `inode` is live: the table holds a reference to it (`ihold()`),
+/// dropped with `iput()`. A table is dropped in process context only: it
+/// lives in [`FILES`] and in the locals of task-context functions
+/// (registrations share its [`Fdes`], not the table).
+pub(crate) struct FileTable {
+    inode: NonNull<bindings::inode>,
+    stamp: Stamp,
+    text: TextSegment,
+    /// The link-time address the section's own addresses are relative to.
+    sframe_addr: u64,
+    sframe_len: u32,
+    fdes: Arc<Fdes>,
+}
+
+// SAFETY: The inode is a reference-counted kernel object that any thread
+// may read and `iput()`; the rest is owned data.
+unsafe impl Send for FileTable {}
+// SAFETY: Shared references only read.
+unsafe impl Sync for FileTable {}
+
+impl Drop for FileTable {
+    fn drop(&mut self) {
+        // SAFETY: The reference taken when the table was made (type
+        // invariant); dropped in process context, where `iput()` may sleep.
+        unsafe { bindings::iput(self.inode.as_ptr()) };
+    }
+}
+
+impl FileTable {
+    fn key(&self) -> usize {
+        self.inode.as_ptr() as usize
+    }
+
+    /// Has the file changed since the table was built?
+    fn stale(&self) -> bool {
+        // SAFETY: The table holds a reference to the inode.
+        unsafe { Stamp::of(self.inode.as_ptr()) != self.stamp }
+    }
+
+    /// The registration of this table for `m`, a mapping of its file.
+    fn section_in(&self, m: &FileMapping) -> Option<Section> {
+        section_in(&self.text, self.sframe_addr, self.sframe_len, m)
+    }
+}
+
+/// The registration of a file's section (`sframe_len` bytes, relative to
+/// `sframe_addr` at link time) for `m`, a mapping of the file, if `m` maps
+/// all of its `text`.
+fn section_in(text: &TextSegment, sframe_addr: u64, sframe_len: u32, m: &FileMapping) -> Option<Section> {
+    let into = text.offset.checked_sub(m.offset)?;
+    let start = (m.start as u64).checked_add(into)?;
+    let end = start.checked_add(text.size)?;
+    if end > m.end as u64 {
+        return None;
+    }
+    let bias = start.wrapping_sub(text.vaddr);
+    Some(Section {
+        text_start: usize::try_from(start).ok()?,
+        text_end: usize::try_from(end).ok()?,
+        sframe_start: 0,
+        sframe_addr: usize::try_from(sframe_addr.wrapping_add(bias)).ok()?,
+        sframe_len,
+        resident: true,
+    })
+}
+
+/// Reads `buf.len()` bytes of `file` at `pos`; `ENOEXEC` if it has fewer.
+fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
+    let mut pos = i64::try_from(pos).map_err(|_| enoexec())?;
+    // SAFETY: `file` is a live file; `buf` is valid for writes of its
+    // length. `kernel_read()` checks that the file was opened for reading.
+    let n = unsafe { bindings::kernel_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut pos) };
+    match usize::try_from(n) {
+        Ok(n) if n == buf.len() => Ok(()),
+        Ok(_) => Err(enoexec()),
+        Err(_) => Err(Error::from_errno(n as c_int)),
+    }
+}
+
+fn le<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
+    b.get(off..off.checked_add(N)?)?.try_into().ok()
+}
+
+fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    le(b, off).map(u16::from_le_bytes)
+}
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    le(b, off).map(u32::from_le_bytes)
+}
+
+fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+    le(b, off).map(u64::from_le_bytes)
+}
+
+/// The one executable `PT_LOAD` segment of `file`, an x86-64 ELF64
+/// executable or shared object; `ENOEXEC` for anything else.
+fn text_segment(file: &LocalFile) -> Result<TextSegment> {
+    const EHDR: usize = 64;
+    const PHDR: usize = 56;
+    const MAX_PHDRS: usize = 128;
+    let mut ehdr = [0u8; EHDR];
+    read_at(file, &mut ehdr, 0)?;
+    let ident_ok = ehdr.get(..6) == Some(b"\x7fELF\x02\x01".as_slice());
+    let e_type = u16_at(&ehdr, 16).ok_or(enoexec())?;
+    let machine = u16_at(&ehdr, 18).ok_or(enoexec())?;
+    let phoff = u64_at(&ehdr, 32).ok_or(enoexec())?;
+    let phentsize = u16_at(&ehdr, 54).ok_or(enoexec())?;
+    let phnum = usize::from(u16_at(&ehdr, 56).ok_or(enoexec())?);
+    if !ident_ok
+        || !(e_type == bindings::ET_EXEC as u16 || e_type == bindings::ET_DYN as u16)
+        || machine != bindings::EM_X86_64 as u16
+        || usize::from(phentsize) != PHDR
+        || phnum == 0
+        || phnum > MAX_PHDRS
+    {
+        return Err(enoexec());
+    }
+    let mut phdrs = KVec::from_elem(0u8, phnum * PHDR, gfp())?;
+    read_at(file, &mut phdrs, phoff)?;
+    let mut text = None;
+    for ph in phdrs.chunks_exact(PHDR) {
+        let (Some(p_type), Some(p_flags)) = (u32_at(ph, 0), u32_at(ph, 4)) else {
+            return Err(enoexec());
+        };
+        if p_type != bindings::PT_LOAD || p_flags & bindings::PF_X == 0 {
+            continue;
+        }
+        if text.is_some() {
+            return Err(enoexec());
+        }
+        let seg = TextSegment {
+            offset: u64_at(ph, 8).ok_or(enoexec())?,
+            vaddr: u64_at(ph, 16).ok_or(enoexec())?,
+            size: u64_at(ph, 32).ok_or(enoexec())?,
+        };
+        let page = kernel::page::PAGE_SIZE as u64;
+        if seg.size == 0
+            || seg.offset % page != seg.vaddr % page
+            || seg.vaddr.checked_add(seg.size).is_none()
+            || seg.offset.checked_add(seg.size).is_none()
+        {
+            return Err(enoexec());
+        }
+        text = Some(seg);
+    }
+    text.ok_or(enoexec())
+}
+
+/// May the caller attach and detach tables: `CAP_PERFMON` or
+/// `CAP_SYS_ADMIN`, as for system-wide perf events.
+fn privileged() -> Result {
+    // SAFETY: Checks the current task's credentials; no preconditions.
+    if unsafe { bindings::unwind_user_perfmon_capable() } {
+        Ok(())
+    } else {
+        Err(EPERM)
+    }
+}
+
+/// The file behind `fd`, which must be a regular file.
+fn regular_file(fd: i32) -> Result<ARef<LocalFile>> {
+    let fd = u32::try_from(fd).map_err(|_| EBADF)?;
+    let file = LocalFile::fget(fd)?;
+    // SAFETY: A live file's inode is set when it is opened and lives as
+    // long as the file.
+    let mode = unsafe { (*(*file.as_ptr()).f_inode).i_mode };
+    if u32::from(mode) & bindings::S_IFMT != bindings::S_IFREG {
+        return Err(enoexec());
+    }
+    Ok(file)
+}
+
+/// The inode of `file`.
+fn inode_of(file: &LocalFile) -> NonNull<bindings::inode> {
+    // SAFETY: As in `regular_file()`; a file's inode is never null.
+    unsafe { NonNull::new_unchecked((*file.as_ptr()).f_inode) }
+}
+
+/// `UNWIND_USER_FILE_ATTACH`: builds the table of the file `u.fd` from the
+/// section at `u.sframe_ptr` and makes it the file's table.
+pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
+    privileged()?;
+    if u.flags != 0 || u.sframe_size == 0 {
+        return Err(EINVAL);
+    }
+    if u.sframe_size > MAX_SECTION_SIZE as u64 {
+        return Err(E2BIG);
+    }
+    let file = regular_file(u.fd)?;
+    let inode = inode_of(&file);
+    // SAFETY: The file holds a reference to its inode.
+    let open_for_write = |i: NonNull<bindings::inode>| unsafe {
+        bindings::unwind_user_inode_open_for_write(i.as_ptr())
+    };
+    if open_for_write(inode) {
+        return Err(ETXTBSY);
+    }
+    // SAFETY: As above.
+    let stamp = unsafe { Stamp::of(inode.as_ptr()) };
+    let text = text_segment(&file)?;
+
+    let len = usize::try_from(u.sframe_size).map_err(|_| E2BIG)?;
+    let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
+    UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
+        .reader()
+        .read_slice(&mut bytes)?;
+    // Validated at link-time addresses: the FDEs are kept relative to the
+    // text, whatever its load bias.
+    let s = Section {
+        text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
+        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
+        sframe_start: 0,
+        sframe_addr: usize::try_from(u.sframe_addr).map_err(|_| EINVAL)?,
+        sframe_len: u32::try_from(len).map_err(|_| E2BIG)?,
+        resident: true,
+    };
+    let fdes = register::validate(&s, &bytes[..])?
+        .with_section(bytes)
+        .shared()?;
+    // SAFETY: As above.
+    if open_for_write(inode) || unsafe { Stamp::of(inode.as_ptr()) } != stamp {
+        // Written to while the program headers were read.
+        return Err(ETXTBSY);
+    }
+    // SAFETY: `inode` is live (the file holds a reference); the table's
+    // reference is dropped by `FileTable::drop`.
+    unsafe { bindings::ihold(inode.as_ptr()) };
+    let table = Arc::new(
+        FileTable {
+            inode,
+            stamp,
+            text,
+            sframe_addr: u.sframe_addr,
+            sframe_len: s.sframe_len,
+            fdes,
+        },
+        gfp(),
+    )?;
+    let old = insert(table)?;
+    // Dropped out of the lock: `iput()` may sleep and write the inode.
+    drop(old);
+    Ok(())
+}
+
+/// Makes `table` its file's table, within the machine's budget; returns
+/// the table it replaces.
+fn insert(table: Arc<FileTable>) -> Result<Option<Arc<FileTable>>> {
+    let max = {
+        // SAFETY: A plain `unsigned long` the sysctl writes; a torn read
+        // is impossible for an aligned word.
+        unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_max) }
+    };
+    let cost = table.fdes.bytes() as u64;
+    let mut files = FILES.lock();
+    let at = files.binary_search_by_key(&table.key(), |t| t.key());
+    let freed = at
+        .ok()
+        .and_then(|i| files.get(i))
+        .map_or(0, |t| t.fdes.bytes() as u64);
+    let total = TABLE_BYTES.load(Relaxed).saturating_sub(freed);
+    if total.saturating_add(cost) > max as u64 {
+        return Err(ENOSPC);
+    }
+    let old = match at {
+        Ok(i) => Some(core::mem::replace(files.get_mut(i).ok_or(EINVAL)?, table)),
+        Err(i) => {
+            files.reserve(1, gfp())?;
+            files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
+            None
+        }
+    };
+    TABLE_BYTES.store(total + cost, Relaxed);
+    NR_TABLES.store(files.len() as u64, Relaxed);
+    GEN.add(1, Relaxed);
+    Ok(old)
+}
+
+/// Removes `inode`'s table (only `only` if given: a table found stale is
+/// not to take a newer one with it); returns it.
+fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>> {
+    let mut files = FILES.lock();
+    let i = files.binary_search_by_key(&inode, |t| t.key()).ok()?;
+    let cur = files.get(i)?;
+    if only.is_some_and(|o| !Arc::ptr_eq(o, cur)) {
+        return None;
+    }
+    let old = files.remove(i).ok()?;
+    TABLE_BYTES.store(
+        TABLE_BYTES
+            .load(Relaxed)
+            .saturating_sub(old.fdes.bytes() as u64),
+        Relaxed,
+    );
+    NR_TABLES.store(files.len() as u64, Relaxed);
+    GEN.add(1, Relaxed);
+    Some(old)
+}
+
+/// `UNWIND_USER_FILE_DETACH`: the file `fd` has no table any more.
+/// Address spaces that attached it keep it until they unmap the text.
+pub(crate) fn detach(fd: i32) -> Result {
+    privileged()?;
+    let file = regular_file(fd)?;
+    let old = remove(inode_of(&file).as_ptr() as usize, None).ok_or(ENOENT)?;
+    drop(old);
+    Ok(())
+}
+
+/// The table of the file with inode `inode`, if it has one.
+fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
+    let files = FILES.lock();
+    let i = files.binary_search_by_key(&(inode as usize), |t| t.key()).ok()?;
+    files.get(i).cloned()
+}
+
+/// Attaches to `mm`, the current task's address space, the table of the
+/// file mapped executable at `pc`, if it has one and nothing is
+/// registered there; returns whether it did. In task context, where the
+/// walk may sleep: takes the mmap locks.
+pub(crate) fn attach_at(mm: &MmWithUser, pc: usize) -> bool {
+    if !any() {
+        return false;
+    }
+    let mapping = {
+        let mmap = mm.mmap_read_lock();
+        let Some(m) = mmap.vma_lookup(pc).and_then(FileMapping::of) else {
+            return false;
+        };
+        m
+    };
+    // Compared as a value only: a table's inode is live, and the write
+    // lock below checks the mapping again.
+    let Some(table) = find(mapping.inode) else {
+        return false;
+    };
+    if table.stale() {
+        drop(remove(table.key(), Some(&table)));
+        return false;
+    }
+    let Some(s) = table.section_in(&mapping) else {
+        return false;
+    };
+    let added = mm::with_locked(mm, |l| {
+        // The same mapping of the same file as under the read lock.
+        if l.exec_file_mapping(pc) != Some(mapping) {
+            return Err(ENOENT);
+        }
+        l.registry_or_create()?.add(s, table.fdes.clone())
+    });
+    added.is_ok()
+}
+
+/// [`attach_at`] for the current task.
+pub(crate) fn attach_current(pc: usize) -> bool {
+    let task = kernel::current!();
+    task.mm().is_some_and(|mm| attach_at(mm, pc))
+}
+
+/// Creates the registry of `mm`, the current task's, where a walk that may
+/// sleep will find file tables to attach and cache what it finds.
+pub(crate) fn registry_for_walk(mm: &MmWithUser) -> Result {
+    mm::with_locked(mm, |l| l.registry_or_create().map(|_| ()))
+}
+
+#[kunit_tests(unwind_user_file_table)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elf_fields() {
+        let b = [1u8, 0, 2, 0, 0, 0, 0, 0, 3];
+        assert_eq!(u16_at(&b, 0), Some(1));
+        assert_eq!(u32_at(&b, 2), Some(2));
+        assert_eq!(u64_at(&b, 1), Some(0x0300_0000_0000_0000));
+        // Past the end, or an offset that wraps: no value, no panic.
+        assert_eq!(u64_at(&b, 2), None);
+        assert_eq!(u16_at(&b, usize::MAX), None);
+    }
+
+    #[test]
+    fn text_at_its_bias() {
+        let m = FileMapping {
+            start: 0x7f00_0000_1000,
+            end: 0x7f00_0000_9000,
+            offset: 0x1000,
+            inode: core::ptr::null(),
+        };
+        let text = TextSegment {
+            vaddr: 0x21000,
+            offset: 0x1000,
+            size: 0x7000,
+        };
+        let section = |text| section_in(&text, 0, 64, &m);
+        let s = section(text);
+        assert_eq!(s.map(|s| (s.text_start, s.text_end)), Some((0x7f00_0000_1000, 0x7f00_0000_8000)));
+        // Addresses relative to 0 at link time: the load bias.
+        assert_eq!(s.map(|s| s.sframe_addr), Some(0x7f00_0000_1000 - 0x21000));
+        // Text past the mapping's end, or before its start: not described.
+        assert!(section(TextSegment { size: 0x9000, ..text }).is_none());
+        assert!(section(TextSegment { offset: 0, ..text }).is_none());
+    }
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C glue of the per-file SFrame tables (file_table.rs), for what the Rust
+ * abstractions do not offer: a sysctl, an initcall, and three static
+ * inline functions of the C headers that bindgen cannot call.
+ */
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/init.h>
+#include <linux/sysctl.h>
+#include <linux/uaccess.h>
+#include <linux/unwind_user_sframe.h>
+
+/*
+ * kernel.unwind_user_file_bytes_max: most bytes of kernel memory the
+ * per-file tables may hold, machine-wide. 64 MiB covers a few hundred
+ * distinct libraries (Debian's libc takes about 0.6 MiB).
+ */
+unsigned long unwind_user_file_bytes_max = 64UL << 20;
+
+static const struct ctl_table unwind_user_sysctls[] = {
+	{
+		.procname	= "unwind_user_file_bytes_max",
+		.data		= &unwind_user_file_bytes_max,
+		.maxlen		= sizeof(unwind_user_file_bytes_max),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+	},
+};
+
+static int __init unwind_user_files_initcall(void)
+{
+	unwind_user_files_init();
+	register_sysctl_init("kernel", unwind_user_sysctls);
+	return 0;
+}
+core_initcall(unwind_user_files_initcall);
+
+bool unwind_user_perfmon_capable(void)
+{
+	return perfmon_capable();
+}
+
+bool unwind_user_inode_open_for_write(const struct inode *inode)
+{
+	return inode_is_open_for_write(inode);
+}
+
+bool unwind_user_pagefault_disabled(void)
+{
+	return pagefault_disabled();
+}
