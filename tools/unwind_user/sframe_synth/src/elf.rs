@@ -4,7 +4,7 @@
 //! from untrusted bytes: `.eh_frame` (from the section headers, or through
 //! `PT_GNU_EH_FRAME` when they are stripped), the base addresses its
 //! pointers may use, the executable segments, the GNU build ID, and whether
-//! the object already carries SFrame.
+//! the object already carries SFrame (and where: [`read_loadable`]).
 
 use gimli::{BaseAddresses, EhFrameHdr, LittleEndian as GimliLe, Pointer};
 use object::elf;
@@ -100,8 +100,8 @@ fn eh_frame_from_hdr<'a>(
 }
 
 /// Parse `data` as a 64-bit little-endian x86_64 executable or shared
-/// object and collect what the synthesizer needs.
-pub fn read_elf(data: &[u8]) -> Result<ElfObject<'_>, Error> {
+/// object.
+fn parse(data: &[u8]) -> Result<ElfFile64<'_, LittleEndian>, Error> {
     let e = LittleEndian;
     let file = ElfFile64::<LittleEndian>::parse(data).map_err(|err| Error::Elf(err.to_string()))?;
     let header = file.elf_header();
@@ -112,6 +112,97 @@ pub fn read_elf(data: &[u8]) -> Result<ElfObject<'_>, Error> {
     if ty != elf::ET_DYN && ty != elf::ET_EXEC {
         return Err(Error::NotLoadable);
     }
+    Ok(file)
+}
+
+/// The executable `PT_LOAD` segment of `ph`, as (start, end) virtual
+/// addresses, if it is one.
+fn exec_segment(ph: &elf::ProgramHeader64<LittleEndian>) -> Result<Option<(u64, u64)>, Error> {
+    let e = LittleEndian;
+    if ph.p_type(e) != elf::PT_LOAD || ph.p_flags(e).0 & elf::PF_X.0 == 0 {
+        return Ok(None);
+    }
+    let start = ph.p_vaddr(e);
+    let end = start
+        .checked_add(ph.p_memsz(e))
+        .ok_or_else(|| Error::Elf("PT_LOAD segment ends past 2^64".into()))?;
+    Ok(Some((start, end)))
+}
+
+/// An object's own SFrame section, as its producer wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OwnSframe<'a> {
+    /// The section's bytes in the file.
+    pub data: &'a [u8],
+    /// Its link-time address (`sh_addr`, or `PT_GNU_SFRAME`'s `p_vaddr`):
+    /// what its own addresses are relative to.
+    pub addr: u64,
+}
+
+/// What attaching a section to an object's file needs to know before
+/// choosing between the object's own SFrame and a synthesized section.
+#[derive(Clone, Debug)]
+pub struct Loadable<'a> {
+    /// Executable `PT_LOAD` segments: (start, end) virtual addresses. The
+    /// kernel takes a file with exactly one.
+    pub exec_segments: Vec<(u64, u64)>,
+    /// The object's own SFrame section, if it has a non-empty one.
+    pub sframe: Option<OwnSframe<'a>>,
+}
+
+/// Parse `data` as a 64-bit little-endian x86_64 executable or shared
+/// object and find its executable segments and its own SFrame section:
+/// the `.sframe` (or `SHT_GNU_SFRAME`) section, whose size is exact, else
+/// `PT_GNU_SFRAME` (no section headers), whose size may include padding
+/// (ld 2.40's runs to the end of its `PT_LOAD`).
+pub fn read_loadable(data: &[u8]) -> Result<Loadable<'_>, Error> {
+    let e = LittleEndian;
+    let file = parse(data)?;
+    let phdrs = file.elf_program_headers();
+    let mut exec_segments = Vec::new();
+    let mut from_phdr = None;
+    for ph in phdrs {
+        if let Some(seg) = exec_segment(ph)? {
+            exec_segments.push(seg);
+        } else if ph.p_type(e) == elf::PT_GNU_SFRAME {
+            let bytes = ph
+                .data(e, data)
+                .map_err(|()| Error::Elf("PT_GNU_SFRAME lies outside the file".into()))?;
+            from_phdr = Some(OwnSframe {
+                data: bytes,
+                addr: ph.p_vaddr(e),
+            });
+        }
+    }
+    let mut from_section = None;
+    for s in file.sections() {
+        let named = s.name() == Ok(".sframe");
+        if named || s.elf_section_header().sh_type(e) == elf::SHT_GNU_SFRAME {
+            let bytes = s
+                .data()
+                .map_err(|err| Error::Elf(format!(".sframe: {err}")))?;
+            from_section = Some(OwnSframe {
+                data: bytes,
+                addr: s.address(),
+            });
+            break;
+        }
+    }
+    let non_empty = |s: &OwnSframe<'_>| !s.data.is_empty();
+    let sframe = from_section
+        .filter(non_empty)
+        .or(from_phdr.filter(non_empty));
+    Ok(Loadable {
+        exec_segments,
+        sframe,
+    })
+}
+
+/// Parse `data` as a 64-bit little-endian x86_64 executable or shared
+/// object and collect what the synthesizer needs.
+pub fn read_elf(data: &[u8]) -> Result<ElfObject<'_>, Error> {
+    let e = LittleEndian;
+    let file = parse(data)?;
     let build_id = file
         .build_id()
         .map_err(|err| Error::Elf(format!("notes: {err}")))?;
@@ -126,12 +217,8 @@ pub fn read_elf(data: &[u8]) -> Result<ElfObject<'_>, Error> {
             has_sframe = true;
         } else if t == elf::PT_GNU_EH_FRAME {
             eh_hdr_phdr = Some(ph);
-        } else if t == elf::PT_LOAD && ph.p_flags(e).0 & elf::PF_X.0 != 0 {
-            let start = ph.p_vaddr(e);
-            let end = start
-                .checked_add(ph.p_memsz(e))
-                .ok_or_else(|| Error::Elf("PT_LOAD segment ends past 2^64".into()))?;
-            exec_segments.push((start, end));
+        } else if let Some(seg) = exec_segment(ph)? {
+            exec_segments.push(seg);
         }
     }
     for s in file.elf_section_table().iter() {

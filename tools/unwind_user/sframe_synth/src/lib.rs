@@ -291,6 +291,81 @@ pub fn synthesize(obj: &ElfObject<'_>) -> Result<Synthesis, Error> {
     })
 }
 
+/// The largest section the kernel takes (`E2BIG` past it).
+pub const MAX_SECTION_SIZE: usize = 64 << 20;
+
+/// Why the kernel would refuse a section for an object's file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SectionError {
+    /// Larger than [`MAX_SECTION_SIZE`].
+    TooLarge(usize),
+    /// The section is not for x86_64 (another ABI, or a fixed return
+    /// address offset other than -8).
+    NotAmd64,
+    /// The decoder refuses it (`sframe::Error`'s name).
+    Decode(&'static str),
+    /// A function lies outside the executable segment.
+    Outside {
+        /// Its start address.
+        start: u64,
+        /// Its end address.
+        end: u64,
+    },
+}
+
+impl fmt::Display for SectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SectionError::TooLarge(n) => write!(
+                f,
+                "{n} bytes, over the kernel's {} MiB",
+                MAX_SECTION_SIZE >> 20
+            ),
+            SectionError::NotAmd64 => write!(f, "not an x86_64 section"),
+            SectionError::Decode(e) => write!(f, "malformed or unsupported: {e}"),
+            SectionError::Outside { start, end } => write!(
+                f,
+                "function {start:#x}..{end:#x} outside the executable segment"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SectionError {}
+
+/// Check `section` as the kernel checks a section attached to a file
+/// (`UNWIND_USER_FILE_ATTACH`), so that a section it would refuse is known
+/// before the system call: decoded at link-time address `addr` by the
+/// kernel's own decoder, AMD64 with the return address at CFA - 8, every
+/// FDE and FRE valid (`validate()`), and every function inside `text`, the
+/// object's executable segment. Returns the section's header.
+pub fn check_section(
+    section: &[u8],
+    addr: u64,
+    text: (u64, u64),
+) -> Result<sframe::Header, SectionError> {
+    let len = section.len();
+    let len32 = u32::try_from(len)
+        .ok()
+        .filter(|_| len <= MAX_SECTION_SIZE)
+        .ok_or(SectionError::TooLarge(len))?;
+    let decode = |e: sframe::Error| SectionError::Decode(e.name());
+    let mut sec = sframe::Section::new(section, len32, addr).map_err(decode)?;
+    let header = *sec.header();
+    if header.abi != sframe::Abi::Amd64 || header.fixed_ra_offset() != Some(-8) {
+        return Err(SectionError::NotAmd64);
+    }
+    sec.validate().map_err(decode)?;
+    for i in 0..header.num_fdes {
+        let fde = sec.fde(i).map_err(decode)?;
+        let (start, end) = (fde.func_start, fde.func_end());
+        if start < text.0 || end > text.1 {
+            return Err(SectionError::Outside { start, end });
+        }
+    }
+    Ok(header)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

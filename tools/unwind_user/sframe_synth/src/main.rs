@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `sframe-synth`: write SFrame V3 sections synthesized from `.eh_frame`.
+//! `sframe-synth`: write SFrame V3 sections synthesized from `.eh_frame`,
+//! or attach sections to files for the kernel (`attach`).
 
-#![forbid(unsafe_code)]
+// `attach`'s system call is the one exception (`attach/sys.rs`).
+#![deny(unsafe_code)]
 #![deny(
     clippy::indexing_slicing,
     clippy::unwrap_used,
@@ -10,7 +12,9 @@
     clippy::panic
 )]
 
-use std::ffi::OsString;
+mod attach;
+
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +27,8 @@ sframe-synth: synthesize an SFrame V3 section from the .eh_frame of an
 x86_64 ELF executable or shared object built without SFrame.
 
 Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
+       sframe-synth attach [--dry-run] [--report] OBJECT...
+       sframe-synth attach --running [--dry-run] [--report]
 
   --cache DIR  write DIR/<GNU build ID in hex>.sframe for every OBJECT
                (DIR is created; each file is written to a temporary file
@@ -53,8 +59,29 @@ pc_begin). At run time, decode it as if it sat at the object's load bias:
 register it with prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER) and
 UNWIND_USER_SFRAME_F_ADDR, sframe_addr = load bias.
 
-Exit status: 0 if every OBJECT was written (or skipped), 1 if one failed,
-2 on a usage error.
+attach: give the kernel an SFrame section for the file of each OBJECT,
+which every process that maps the file gets, those already running
+included: prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH), which needs
+CAP_PERFMON or CAP_SYS_ADMIN. The section is the object's own (.sframe,
+PT_GNU_SFRAME; sframe_addr = its link-time address) if the kernel can take
+it, else one synthesized from .eh_frame as above (sframe_addr = 0).
+
+  --running    every file a process maps executable (/proc/*/maps),
+               not OBJECTs
+  --dry-run    do everything but the system call
+  --report     print each section's coverage (indented lines)
+
+One line per object on stdout: 'attached PATH (synthesized, N bytes)' or
+'(own .sframe, N bytes)' ('would attach' with --dry-run), 'skipped
+PATH' (not an x86_64 ELF executable or shared object with one executable
+PT_LOAD, no .eh_frame, nothing encodable: the reason on stderr), 'failed
+PATH: ERROR (ENAME); WHY'; then 'attach: N attached, M skipped, K
+failed'. After EINVAL (a kernel without UNWIND_USER_FILE_ATTACH) or EPERM
+the remaining objects are not tried. Every run attaches again: the kernel
+keeps one table a file, the new one.
+
+Exit status: 0 if every OBJECT was written (or attached, or skipped), 1 if
+one failed, 2 on a usage error.
 ";
 
 /// Command line options.
@@ -202,14 +229,32 @@ fn run_one(path: &Path, o: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Report a usage error: exit status 2.
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("sframe-synth: {msg}\nTry 'sframe-synth --help'.");
+    ExitCode::from(2)
+}
+
 fn main() -> ExitCode {
-    let opts = match parse_args(std::env::args_os().skip(1)) {
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args
+        .peek()
+        .is_some_and(|a| a.as_os_str() == OsStr::new("attach"))
+    {
+        args.next();
+        return match attach::parse_args(args) {
+            Ok(Some(o)) => attach::run(&o),
+            Ok(None) => {
+                print!("{HELP}");
+                ExitCode::SUCCESS
+            }
+            Err(msg) => usage_error(&msg),
+        };
+    }
+    let opts = match parse_args(args) {
         Ok(Some(o)) => o,
         Ok(None) => return ExitCode::SUCCESS,
-        Err(msg) => {
-            eprintln!("sframe-synth: {msg}\nTry 'sframe-synth --help'.");
-            return ExitCode::from(2);
-        }
+        Err(msg) => return usage_error(&msg),
     };
     let mut failed = false;
     for path in &opts.objects {

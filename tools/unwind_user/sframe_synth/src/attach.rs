@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `sframe-synth attach`: give the kernel an SFrame section for each
+//! object's file (`UNWIND_USER_FILE_ATTACH`), which every process that maps
+//! the file gets, those already running included: the object's own section
+//! if it has one, else one synthesized from its `.eh_frame`.
+
+mod sys;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use sframe_synth::{check_section, elf, synthesize};
+
+/// Options of `attach`.
+pub struct Options {
+    dry_run: bool,
+    report: bool,
+    running: bool,
+    objects: Vec<PathBuf>,
+}
+
+/// Parse the arguments after `attach`; `Err` holds the message for a usage
+/// error, `Ok(None)` asks for the help text.
+pub fn parse_args(args: impl Iterator<Item = OsString>) -> Result<Option<Options>, String> {
+    let mut o = Options {
+        dry_run: false,
+        report: false,
+        running: false,
+        objects: Vec::new(),
+    };
+    let mut only_files = false;
+    for a in args {
+        if only_files {
+            o.objects.push(a.into());
+            continue;
+        }
+        let s = a.to_string_lossy();
+        match s.as_ref() {
+            "-h" | "--help" => return Ok(None),
+            "--dry-run" => o.dry_run = true,
+            "--report" => o.report = true,
+            "--running" => o.running = true,
+            "--" => only_files = true,
+            _ if s.starts_with('-') && s.len() > 1 => {
+                return Err(format!("attach: unknown option {s}"))
+            }
+            _ => o.objects.push(a.into()),
+        }
+    }
+    match (o.running, o.objects.is_empty()) {
+        (true, false) => Err("attach: --running takes no OBJECT".into()),
+        (false, true) => Err("attach: no OBJECT given (nor --running)".into()),
+        _ => Ok(Some(o)),
+    }
+}
+
+/// Errno values (asm-generic, as on x86_64) and their names, for messages.
+const EPERM: i32 = 1;
+const E2BIG: i32 = 7;
+const ENOEXEC: i32 = 8;
+const ETXTBSY: i32 = 26;
+const ENOSPC: i32 = 28;
+const ERANGE: i32 = 34;
+const EBADMSG: i32 = 74;
+const EOPNOTSUPP: i32 = 95;
+const ERRNO_NAMES: [(i32, &str); 19] = [
+    (EPERM, "EPERM"),
+    (2, "ENOENT"),
+    (5, "EIO"),
+    (E2BIG, "E2BIG"),
+    (ENOEXEC, "ENOEXEC"),
+    (9, "EBADF"),
+    (12, "ENOMEM"),
+    (13, "EACCES"),
+    (14, "EFAULT"),
+    (16, "EBUSY"),
+    (20, "ENOTDIR"),
+    (21, "EISDIR"),
+    (sys::EINVAL, "EINVAL"),
+    (ETXTBSY, "ETXTBSY"),
+    (ENOSPC, "ENOSPC"),
+    (ERANGE, "ERANGE"),
+    (40, "ELOOP"),
+    (EBADMSG, "EBADMSG"),
+    (EOPNOTSUPP, "EOPNOTSUPP"),
+];
+
+/// `strerror (ENAME)` for an error from the system.
+fn describe(e: &io::Error) -> String {
+    let Some(n) = e.raw_os_error() else {
+        return e.to_string();
+    };
+    let text = e.to_string();
+    let text = text
+        .strip_suffix(&format!(" (os error {n})"))
+        .unwrap_or(&text);
+    match ERRNO_NAMES.iter().find(|&&(v, _)| v == n) {
+        Some((_, name)) => format!("{text} ({name})"),
+        None => format!("{text} (errno {n})"),
+    }
+}
+
+/// What an attach's `errno` means here, if more than its text says.
+fn hint(errno: i32) -> Option<&'static str> {
+    Some(match errno {
+        sys::EINVAL if sys::has_pr_unwind_user() => {
+            "kernel has no UNWIND_USER_FILE_ATTACH (its PR_UNWIND_USER predates it)"
+        }
+        sys::EINVAL => "kernel has no UNWIND_USER_FILE_ATTACH (nor PR_UNWIND_USER)",
+        EPERM => "needs CAP_PERFMON or CAP_SYS_ADMIN",
+        ETXTBSY => "the file is open for writing somewhere",
+        ENOEXEC => "the kernel takes x86-64 ELF64 files with one executable PT_LOAD",
+        E2BIG => "the section is over the kernel's 64 MiB",
+        EBADMSG => "the kernel finds the section malformed",
+        EOPNOTSUPP => "the kernel does not support this SFrame version or ABI",
+        ERANGE => "a function lies outside the file's executable segment",
+        ENOSPC => "the kernel's budget of memory for attached sections is spent",
+        _ => return None,
+    })
+}
+
+/// What became of one object.
+enum Outcome {
+    /// Attached, or with `--dry-run` ready to be.
+    Attached {
+        /// The object's own section (else synthesized).
+        own: bool,
+        bytes: usize,
+        /// Coverage lines for `--report`.
+        report: String,
+    },
+    /// Nothing the kernel could take (the reason is on stderr).
+    Skipped,
+    /// The file could not be read or the kernel refused the section.
+    Failed {
+        msg: String,
+        /// Every other attach would fail the same way (`EINVAL`, `EPERM`).
+        stop: bool,
+    },
+}
+
+/// Say why `path` is skipped, on stderr.
+fn skip(path: &Path, reason: &str) -> Outcome {
+    eprintln!("sframe-synth: {}: {reason}, skipped", path.display());
+    Outcome::Skipped
+}
+
+/// A section ready for the kernel.
+struct Prepared {
+    section: Vec<u8>,
+    /// What its addresses are relative to: `sframe_addr`.
+    addr: u64,
+    own: bool,
+    report: String,
+}
+
+/// Choose and check the section for the object in `data`; `Err` says why
+/// the object is skipped.
+fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
+    let obj = elf::read_loadable(data).map_err(|e| e.to_string())?;
+    // The kernel's rule: else ENOEXEC.
+    let text = match obj.exec_segments.as_slice() {
+        [one] => *one,
+        segs => {
+            return Err(format!(
+                "{} executable PT_LOAD segments, the kernel takes files with one",
+                segs.len()
+            ))
+        }
+    };
+    if let Some(own) = obj.sframe {
+        match check_section(own.data, own.addr, text) {
+            Ok(h) => {
+                return Ok(Prepared {
+                    section: own.data.to_vec(),
+                    addr: own.addr,
+                    own: true,
+                    report: format!(
+                        "  own SFrame V{} section at {:#x}: {} functions, {} FREs\n",
+                        h.version.number(),
+                        own.addr,
+                        h.num_fdes,
+                        h.num_fres
+                    ),
+                })
+            }
+            // The kernel would refuse it: .eh_frame may still do.
+            Err(e) => eprintln!(
+                "sframe-synth: {}: its own SFrame section is unusable ({e}), synthesizing from .eh_frame",
+                path.display()
+            ),
+        }
+    }
+    let obj = elf::read_elf(data).map_err(|e| e.to_string())?;
+    let syn = synthesize(&obj).map_err(|e| e.to_string())?;
+    if syn.functions.is_empty() {
+        return Err("no function of .eh_frame is encodable".into());
+    }
+    // Checked as the kernel will: a refusal here is a bug of this tool.
+    check_section(&syn.section, 0, text)
+        .map_err(|e| format!("synthesized section refused ({e}): a bug of sframe-synth"))?;
+    Ok(Prepared {
+        section: syn.section,
+        addr: 0,
+        own: false,
+        report: syn.stats.to_string(),
+    })
+}
+
+/// Attach a section to the file at `path`. `seen` maps the files done
+/// (device, inode) to their first path: a file is attached once.
+fn attach_one(path: &Path, o: &Options, seen: &mut BTreeMap<(u64, u64), PathBuf>) -> Outcome {
+    // A file that vanished or lies in another mount namespace is normal
+    // under --running; an OBJECT named on the command line must be there.
+    let unreadable = |e: &io::Error| {
+        if o.running {
+            skip(path, &format!("cannot read: {}", describe(e)))
+        } else {
+            Outcome::Failed {
+                msg: format!("{}; cannot read the file", describe(e)),
+                stop: false,
+            }
+        }
+    };
+    // Only a regular file is opened: opening a FIFO would block.
+    let opened = match fs::metadata(path) {
+        Ok(m) if !m.is_file() => return skip(path, "not a regular file"),
+        Ok(_) => File::open(path),
+        Err(e) => Err(e),
+    };
+    // Read-only, and kept open across the system call: the kernel reads
+    // the program headers of this very file.
+    let mut file = match opened {
+        Ok(f) => f,
+        Err(e) => return unreadable(&e),
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return unreadable(&e),
+    };
+    if !meta.is_file() {
+        return skip(path, "not a regular file");
+    }
+    if let Some(first) = seen.get(&(meta.dev(), meta.ino())) {
+        return skip(path, &format!("the same file as {}", first.display()));
+    }
+    seen.insert((meta.dev(), meta.ino()), path.to_path_buf());
+    let mut data = Vec::new();
+    if let Err(e) = file.read_to_end(&mut data) {
+        return unreadable(&e);
+    }
+    let p = match prepare(path, &data) {
+        Ok(p) => p,
+        Err(reason) => return skip(path, &reason),
+    };
+    let done = Outcome::Attached {
+        own: p.own,
+        bytes: p.section.len(),
+        report: p.report,
+    };
+    if o.dry_run {
+        return done;
+    }
+    match sys::file_attach(&file, &p.section, p.addr) {
+        Ok(()) => done,
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(0);
+            Outcome::Failed {
+                msg: match hint(errno) {
+                    Some(h) => format!("{}; {h}", describe(&e)),
+                    None => describe(&e),
+                },
+                stop: errno == sys::EINVAL || errno == EPERM,
+            }
+        }
+    }
+}
+
+/// The files mapped executable in the text of a `/proc/PID/maps`: lines
+/// with `x` in the permissions and a path (not `[vdso]` and the like, not
+/// a file deleted since it was mapped).
+fn exec_paths(maps: &[u8]) -> impl Iterator<Item = &OsStr> {
+    maps.split(|&b| b == b'\n').filter_map(|line| {
+        // address perms offset dev inode, then the path after padding
+        // (it may hold spaces).
+        let mut fields = line.splitn(6, |&b| b == b' ');
+        let perms = fields.nth(1)?;
+        let path = fields.nth(3)?.trim_ascii_start();
+        (perms.contains(&b'x') && path.starts_with(b"/") && !path.ends_with(b" (deleted)"))
+            .then(|| OsStr::from_bytes(path))
+    })
+}
+
+/// Every file some process maps executable, sorted, each once.
+fn running_objects() -> Result<Vec<PathBuf>, String> {
+    let proc = fs::read_dir("/proc").map_err(|e| format!("cannot list /proc: {e}"))?;
+    let mut paths = BTreeSet::new();
+    let (mut read, mut denied) = (0usize, 0usize);
+    for entry in proc.flatten() {
+        let name = entry.file_name();
+        if name.is_empty() || !name.as_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        // A process may exit meanwhile.
+        match fs::read(entry.path().join("maps")) {
+            Ok(maps) => {
+                read += 1;
+                paths.extend(exec_paths(&maps).map(PathBuf::from));
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => denied += 1,
+            Err(_) => {}
+        }
+    }
+    if denied > 0 {
+        eprintln!(
+            "sframe-synth: attach: the maps of {denied} processes are not readable (permission denied)"
+        );
+    }
+    if read == 0 {
+        return Err("no /proc/PID/maps readable".into());
+    }
+    Ok(paths.into_iter().collect())
+}
+
+/// Run `attach`: one line per object on stdout, then the summary.
+pub fn run(o: &Options) -> ExitCode {
+    let objects = if o.running {
+        match running_objects() {
+            Ok(v) => v,
+            Err(msg) => {
+                eprintln!("sframe-synth: attach: {msg}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        o.objects.clone()
+    };
+    let label = if o.dry_run {
+        "would attach"
+    } else {
+        "attached"
+    };
+    let mut seen = BTreeMap::new();
+    let (mut attached, mut skipped, mut failed, mut not_tried) = (0usize, 0usize, 0usize, 0usize);
+    for (i, path) in objects.iter().enumerate() {
+        match attach_one(path, o, &mut seen) {
+            Outcome::Attached { own, bytes, report } => {
+                attached += 1;
+                let kind = if own { "own .sframe" } else { "synthesized" };
+                println!("{label} {} ({kind}, {bytes} bytes)", path.display());
+                if o.report {
+                    print!("{report}");
+                }
+            }
+            Outcome::Skipped => {
+                skipped += 1;
+                println!("skipped {}", path.display());
+            }
+            Outcome::Failed { msg, stop } => {
+                failed += 1;
+                println!("failed {}: {msg}", path.display());
+                if stop {
+                    not_tried = objects.len().saturating_sub(i.saturating_add(1));
+                    if not_tried > 0 {
+                        eprintln!(
+                            "sframe-synth: attach: not trying the rest ({not_tried}): each would fail the same way"
+                        );
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    let rest = if not_tried > 0 {
+        format!(", {not_tried} not tried")
+    } else {
+        String::new()
+    };
+    println!("attach: {attached} {label}, {skipped} skipped, {failed} failed{rest}");
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(maps: &str) -> Vec<&str> {
+        exec_paths(maps.as_bytes())
+            .map(|p| p.to_str().unwrap_or("?"))
+            .collect()
+    }
+
+    #[test]
+    fn maps_lines() {
+        let maps = "\
+55d0c2a00000-55d0c2a02000 r--p 00000000 fe:01 1234                       /usr/bin/true
+55d0c2a02000-55d0c2a06000 r-xp 00002000 fe:01 1234                       /usr/bin/true
+7f0000000000-7f0000001000 r-xp 00000000 fe:01 99                         /opt/a dir/lib x.so
+7f0000002000-7f0000003000 r-xp 00000000 fe:01 98                         /tmp/gone.so (deleted)
+7f0000004000-7f0000005000 rwxp 00000000 00:00 0 
+7f0000006000-7f0000007000 r-xp 00000000 00:01 7                          /memfd:jit (deleted)
+7ffd1a1f0000-7ffd1a1f2000 r-xp 00000000 00:00 0                          [vdso]
+ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
+7f0000008000-7f0000009000 r--p 00000000 fe:01 5                          /usr/lib/locale/C.utf8/LC_CTYPE
+";
+        assert_eq!(paths(maps), ["/usr/bin/true", "/opt/a dir/lib x.so"]);
+        assert!(paths("").is_empty());
+        assert!(paths("garbage\n\n").is_empty());
+    }
+
+    #[test]
+    fn errno_text() {
+        assert_eq!(
+            describe(&io::Error::from_raw_os_error(sys::EINVAL)),
+            "Invalid argument (EINVAL)"
+        );
+        assert_eq!(
+            describe(&io::Error::from_raw_os_error(ETXTBSY)),
+            "Text file busy (ETXTBSY)"
+        );
+        assert!(describe(&io::Error::from_raw_os_error(4095)).ends_with("(errno 4095)"));
+        assert_eq!(hint(EPERM), Some("needs CAP_PERFMON or CAP_SYS_ADMIN"));
+        assert_eq!(hint(12), None);
+    }
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The system calls of `attach`, `prctl(PR_UNWIND_USER, ...)`: the only
+//! `unsafe` code of `sframe-synth`, each block proved sound where it is.
+
+use std::ffi::{c_int, c_ulong};
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// `PR_UNWIND_USER` (<linux/prctl.h>, `patches/prctl-unwind-user.patch`).
+const PR_UNWIND_USER: c_int = 82;
+/// Operations of `PR_UNWIND_USER` (<linux/unwind_user.h>).
+const UNWIND_USER_QUERY: c_ulong = 3;
+const UNWIND_USER_FILE_ATTACH: c_ulong = 6;
+/// `struct unwind_user_info` as far as `UNWIND_USER_INFO_SIZE_VER0`: six
+/// counters.
+type InfoVer0 = [u64; 6];
+const INFO_SIZE_VER0: c_ulong = 48;
+const _: () = assert!(size_of::<InfoVer0>() == 48);
+/// `EINVAL` (asm-generic/errno-base.h).
+pub const EINVAL: i32 = 22;
+
+/// `struct unwind_user_file` (<linux/unwind_user.h>).
+#[repr(C)]
+struct UnwindUserFile {
+    fd: i32,
+    flags: u32,
+    sframe_ptr: u64,
+    sframe_size: u64,
+    sframe_addr: u64,
+}
+
+/// `UNWIND_USER_FILE_SIZE_VER0`: the layout above is the ABI's.
+const FILE_SIZE_VER0: c_ulong = 32;
+const _: () = assert!(size_of::<UnwindUserFile>() == 32);
+
+#[allow(unsafe_code)]
+unsafe extern "C" {
+    /// glibc's `int prctl(int option, ...)`: it takes exactly four
+    /// `unsigned long` arguments after `option` (`va_arg` four times) and
+    /// passes them to the system call.
+    fn prctl(option: c_int, ...) -> c_int;
+}
+
+/// `c_ulong` zero, for the arguments an operation does not take.
+const ZERO: c_ulong = 0;
+
+/// The address of `p` for the kernel, which will access what it points to:
+/// its provenance is exposed.
+fn addr<T>(p: *const T) -> io::Result<c_ulong> {
+    c_ulong::try_from(p.expose_provenance()).map_err(|_| io::Error::from_raw_os_error(EINVAL))
+}
+
+/// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH)`: make `section`
+/// (its addresses relative to link-time address `sframe_addr`) the SFrame
+/// table of `file`, for every process that maps it. The `errno` of a
+/// failure is in the error (`raw_os_error()`).
+pub fn file_attach(file: &File, section: &[u8], sframe_addr: u64) -> io::Result<()> {
+    let arg = UnwindUserFile {
+        fd: file.as_raw_fd(),
+        flags: 0,
+        sframe_ptr: addr(section.as_ptr())?,
+        sframe_size: u64::try_from(section.len())
+            .map_err(|_| io::Error::from_raw_os_error(EINVAL))?,
+        sframe_addr,
+    };
+    let ptr = addr(&raw const arg)?;
+    // SAFETY: `prctl` is glibc's variadic wrapper, called with the four
+    // `c_ulong` variadic arguments it reads. The kernel reads
+    // `FILE_SIZE_VER0` bytes at `ptr`: `arg`, a live, initialized
+    // `repr(C)` struct of exactly that size (asserted above); and
+    // `sframe_size` bytes at `sframe_ptr`: `section`, borrowed for the
+    // whole call. Both addresses carry exposed provenance. The kernel
+    // copies what it reads and keeps no pointer past the call, and writes
+    // no memory of ours. The descriptor belongs to `file`, borrowed for
+    // the call, so it stays open. A kernel without the operation (or
+    // without `PR_UNWIND_USER`) returns `EINVAL` touching nothing.
+    #[allow(unsafe_code)]
+    let r = unsafe {
+        prctl(
+            PR_UNWIND_USER,
+            UNWIND_USER_FILE_ATTACH,
+            ptr,
+            FILE_SIZE_VER0,
+            ZERO,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether the kernel has `PR_UNWIND_USER` at all (`UNWIND_USER_QUERY`
+/// answers), to say why `UNWIND_USER_FILE_ATTACH` got `EINVAL`.
+pub fn has_pr_unwind_user() -> bool {
+    let mut info: InfoVer0 = [0; 6];
+    let Ok(ptr) = addr(info.as_mut_ptr().cast_const()) else {
+        return false;
+    };
+    // SAFETY: As above, four `c_ulong` variadic arguments. The kernel
+    // writes at most `INFO_SIZE_VER0` bytes at `ptr`: `info`, exclusively
+    // borrowed, of that size (asserted above), valid for any bytes; its
+    // address carries exposed provenance. It reads nothing of ours and
+    // keeps no pointer. Without `PR_UNWIND_USER` it returns `EINVAL`
+    // touching nothing.
+    #[allow(unsafe_code)]
+    let r = unsafe { prctl(PR_UNWIND_USER, UNWIND_USER_QUERY, ptr, INFO_SIZE_VER0, ZERO) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(EINVAL)
+}
