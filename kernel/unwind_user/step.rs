@@ -390,8 +390,15 @@ fn lookup_step(
     // Code no registration covers may be a file's whose table is not
     // attached to this address space yet: a walk that may sleep attaches
     // it, once; a miss is cached below as for any other.
-    if lookup.found.is_none() && !state.nofault && file_table::attach_current(pc) {
-        lookup = mm.lookup(pc);
+    if lookup.found.is_none() && file_table::any() {
+        if state.nofault {
+            // Only a walk that may sleep attaches: the deferred unwind
+            // may describe this frame. Once it has cached the PC, this
+            // path is not taken again.
+            state.incomplete = true;
+        } else if file_table::attach_current(pc) {
+            lookup = mm.lookup(pc);
+        }
     }
     // A walk that meets a newer generation goes on with it: its rules are
     // as current as the walk.

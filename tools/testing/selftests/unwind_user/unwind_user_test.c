@@ -95,6 +95,8 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 
 /* Set by sample_stacks_sync(): take the callchains of the samples. */
 static bool at_sample_time;
+/* Set by sample_stacks_kernel(): sample kernel time too. */
+static bool with_kernel;
 
 /* The event sample_stacks() samples with while it runs, else -1. */
 int sampling_fd = -1;
@@ -120,7 +122,7 @@ int sample_stacks(void (*work)(void *), void *arg, int freq, struct stacks *out)
 		.sample_period = 1000000000 / freq,
 		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID |
 			       PERF_SAMPLE_CALLCHAIN,
-		.exclude_kernel = 1,
+		.exclude_kernel = !with_kernel,
 		.exclude_callchain_kernel = 1,
 		.disabled = 1,
 		.defer_callchain = !sync,
@@ -164,6 +166,19 @@ int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 	at_sample_time = true;
 	ret = sample_stacks(work, arg, freq, out);
 	at_sample_time = false;
+	return ret;
+}
+
+/* A frame of its own on the stacks, as sample_stacks(). */
+__attribute__((noinline))
+int sample_stacks_kernel(void (*work)(void *), void *arg, int freq,
+			 struct stacks *out)
+{
+	int ret;
+
+	with_kernel = true;
+	ret = sample_stacks(work, arg, freq, out);
+	with_kernel = false;
 	return ret;
 }
 

@@ -66,6 +66,13 @@ extern int sampling_fd;
  */
 int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 		       struct stacks *out);
+/*
+ * The same as sample_stacks(), with samples of kernel time too (needs
+ * CAP_PERFMON or perf_event_paranoid < 2): the user stack of a sample taken
+ * in a system call is always deferred, walked by a walk that may sleep.
+ */
+int sample_stacks_kernel(void (*work)(void *), void *arg, int freq,
+			 struct stacks *out);
 
 /* Write @text to the file @path (a sysfs, proc or cgroup knob): 0 or -errno. */
 int write_text(const char *path, const char *text);

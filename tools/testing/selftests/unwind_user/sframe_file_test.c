@@ -1,0 +1,2103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * SFrame tables attached to files: prctl(PR_UNWIND_USER,
+ * UNWIND_USER_FILE_ATTACH) gives the kernel a section for an ELF file (a
+ * file descriptor and the section's bytes), and every address space that
+ * maps the file's text gets it, attached by its first walk that may sleep
+ * through that text: processes that were running before the attach too,
+ * without LD_AUDIT or anything else in them.
+ *
+ *   libc.already_running  a child (this program, exec'ed) whose hot code is
+ *       in libc (qsort() calling back a comparator) is sampled with perf's
+ *       deferred callchains: its libc frames are left to the frame-pointer
+ *       rule and most stacks are wrong. The parent then attaches to the
+ *       libc.so.6 the child maps (found in /proc/PID/maps) the section
+ *       sframe-synth made for it (sframe-cache/<build ID>.sframe, next to
+ *       this program, as harness/stage-audit.sh stages it); after one walk
+ *       that may sleep through libc (samples taken in a system call made in
+ *       libc), every stack of the same child whose leaf is in the workload
+ *       is complete, as sframe_libc_test defines it, and the child's
+ *       unwinder counts no error. Samples of the child by perf alone right
+ *       after the attach are reported, not checked: whether they attach the
+ *       table depends on how many of them perf defers.
+ *   libc.shared  20 running children map libc; one attach, each takes a
+ *       walk through libc that uses the table; UNWIND_USER_QUERY's
+ *       machine-wide file_tables and file_bytes (when the kernel has them)
+ *       count one more table, whose bytes do not grow with the children.
+ *   lib.*  the ABI, on a private copy of libsframe_dl.so (next to this
+ *       program) with its own .sframe: every errno of the operations
+ *       (EPERM for another user, CAP_PERFMON enough; EBADF, EINVAL, E2BIG,
+ *       EFAULT, ENOEXEC for what is not one x86-64 ELF file with one
+ *       executable segment, ETXTBSY for a file open for writing, ERANGE,
+ *       ENOSPC at the machine's budget, EBADMSG and EOPNOTSUPP for broken
+ *       sections and random corruption, ENOENT), none leaving a table;
+ *       detach and attach again; attaching again replaces the table; and
+ *       allocation failures (fail-nth) during attach and detach.
+ *   stale.*  the copy, with a table, rewritten (in place, truncated and
+ *       written again, one byte written, or renamed over): a child that
+ *       dlopen()s it afterwards must not get the table. The contents are
+ *       the same bytes, so a table used anyway would describe the library
+ *       exactly: what tells is that the child's stacks through it are the
+ *       frame-pointer rule's (as in sframe_dlopen_test without a
+ *       registration) and that nothing was attached to its address space,
+ *       whereas before the change the same child program got complete
+ *       stacks and one more registration.
+ *
+ * Needs CAP_PERFMON or CAP_SYS_ADMIN (root in the test guest); the tests
+ * skip on a kernel without the operations (EINVAL), and the libc tests
+ * without a cached section for this libc. The tables are machine-wide:
+ * every test detaches what it attached (libc's from the harness's own
+ * process, whatever happens to the test), so that the tests that run
+ * after these see libc without a table.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <link.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "unwind_user_test.h"
+
+#define NOIPA __attribute__((noipa))
+
+#ifndef EBADMSG
+#define EBADMSG 74
+#endif
+#ifndef CAP_PERFMON
+#define CAP_PERFMON	38
+#endif
+#define PT_GNU_SFRAME	0x6474e554
+#define MAX_SFRAME_SIZE	(64ull << 20)
+#define FREQ		4000
+/* argv[1] of the exec'ed children. */
+#define CHILD_ARG	"--child"
+#define NR_SHARED	20
+/* The header of an SFrame section (versions 1 to 3), and its fields. */
+#define SFH_SIZE	28
+#define SFH_VERSION	2
+#define SFH_FLAGS	3
+#define SFH_ABI		4
+#define SFH_AUXHDR_LEN	7
+#define SFH_NUM_FDES	8
+#define SFH_NUM_FRES	12
+#define SFH_FRE_LEN	16
+#define SFH_FREOFF	24
+
+/*
+ * UNWIND_USER_QUERY's struct with the fields of its version 3, whatever
+ * the header says: file_tables and file_bytes after section_bytes.
+ */
+struct file_info {
+	__u64 nr_sections, unwinds, sframe_frames, fp_fallbacks, errors;
+	__u64 dropped, nofault_frames, nofault_faults, cached_frames;
+	__u64 section_reads, section_bytes;
+	__u64 file_tables, file_bytes;
+};
+
+#define FILE_INFO_SIZE	104
+_Static_assert(sizeof(struct file_info) == FILE_INFO_SIZE, "VER3 is 104 bytes");
+#ifdef UNWIND_USER_INFO_SIZE_VER3
+_Static_assert(UNWIND_USER_INFO_SIZE_VER3 == FILE_INFO_SIZE, "VER3 is 104 bytes");
+_Static_assert(offsetof(struct unwind_user_info, file_tables) ==
+	       offsetof(struct file_info, file_tables), "file_tables");
+#endif
+
+/*
+ * The counters with file_tables and file_bytes: 1 if the kernel wrote
+ * them, 0 if it wrote a shorter struct (it writes what it knows, the
+ * rest keeps the 0xff it was filled with), or -errno.
+ */
+static int query_files(struct file_info *fi)
+{
+	long ret;
+
+	memset(fi, 0xff, sizeof(*fi));
+	ret = unwind_prctl(UNWIND_USER_QUERY, (unsigned long)fi, FILE_INFO_SIZE, 0);
+	if (ret)
+		return ret;
+	return fi->file_tables != ~0ull || fi->file_bytes != ~0ull;
+}
+
+static long attach_size(const void *f, unsigned long size)
+{
+	return unwind_prctl(UNWIND_USER_FILE_ATTACH, (unsigned long)f, size, 0);
+}
+
+static long file_attach(const struct unwind_user_file *f)
+{
+	return attach_size(f, sizeof(*f));
+}
+
+static long file_detach(int fd)
+{
+	return unwind_prctl(UNWIND_USER_FILE_DETACH, (unsigned long)(long)fd, 0, 0);
+}
+
+/*
+ * Why the tests cannot run here, or NULL: a kernel without the
+ * operations refuses them as any unknown one (EINVAL); one with them
+ * refuses an attach with a bad file descriptor, otherwise valid, with
+ * EPERM to a caller without the privilege, else EBADF.
+ */
+static const char *file_ops_missing(void)
+{
+	struct unwind_user_file f = { .fd = -1 };
+	long ret;
+
+	f.sframe_ptr = (uintptr_t)&f;
+	f.sframe_size = sizeof(f);
+	ret = file_attach(&f);
+	if (ret == -EINVAL)
+		return "no UNWIND_USER_FILE_ATTACH in this kernel";
+	if (ret == -EPERM)
+		return "needs CAP_PERFMON or CAP_SYS_ADMIN";
+	return NULL;
+}
+
+/* Files. */
+
+/* The whole of file @path in a new buffer, its size in @len; NULL on error. */
+static void *read_all(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !st.st_size)
+		goto out;
+	buf = malloc(st.st_size);
+	while (buf && got < (size_t)st.st_size &&
+	       (n = read(fd, buf + got, st.st_size - got)) > 0)
+		got += n;
+	if (buf && got != (size_t)st.st_size) {
+		free(buf);
+		buf = NULL;
+	}
+	*len = got;
+out:
+	close(fd);
+	return buf;
+}
+
+/* Write @len bytes of @buf to a new file @path (mode 0755): 0 or -1. */
+static int write_new(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	int ret;
+
+	if (fd < 0)
+		return -1;
+	ret = write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+/* Remove @dir and the files in it. */
+static void remove_dir(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+/* The directory of this program, and the sframe-synth cache. */
+static char here[PATH_MAX / 2], cache_dir[PATH_MAX];
+
+static int find_here(void)
+{
+	const char *c = getenv("UNWIND_USER_SFRAME_CACHE");
+	ssize_t n = readlink("/proc/self/exe", here, sizeof(here) - 1);
+
+	if (n <= 0)
+		return -1;
+	here[n] = 0;
+	dirname(here);
+	snprintf(cache_dir, sizeof(cache_dir), "%s/sframe-cache", here);
+	if (c && *c)
+		snprintf(cache_dir, sizeof(cache_dir), "%s", c);
+	return 0;
+}
+
+/* The ELF header and program headers of the file @fd: 0 or -1. */
+static int read_phdrs(int fd, Elf64_Ehdr *eh, Elf64_Phdr **ph)
+{
+	size_t len;
+
+	if (pread(fd, eh, sizeof(*eh), 0) != sizeof(*eh) ||
+	    memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || !eh->e_phnum)
+		return -1;
+	len = eh->e_phnum * sizeof(Elf64_Phdr);
+	*ph = malloc(len);
+	if (*ph && pread(fd, *ph, len, eh->e_phoff) == (ssize_t)len)
+		return 0;
+	free(*ph);
+	return -1;
+}
+
+/* The GNU build ID of the ELF file @fd, in hex in @hex (129 bytes): 0 or -1. */
+static int file_build_id(int fd, char *hex)
+{
+	Elf64_Phdr *ph;
+	Elf64_Ehdr eh;
+	int i, ret = -1;
+
+	if (read_phdrs(fd, &eh, &ph))
+		return -1;
+	for (i = 0; i < eh.e_phnum && ret; i++) {
+		char *notes, *p, *end;
+
+		if (ph[i].p_type != PT_NOTE || ph[i].p_filesz > 65536)
+			continue;
+		notes = malloc(ph[i].p_filesz);
+		if (!notes || pread(fd, notes, ph[i].p_filesz, ph[i].p_offset) !=
+			      (ssize_t)ph[i].p_filesz) {
+			free(notes);
+			continue;
+		}
+		end = notes + ph[i].p_filesz;
+		for (p = notes; ret && p + sizeof(Elf64_Nhdr) <= end;) {
+			Elf64_Nhdr *nh = (Elf64_Nhdr *)p;
+			char *name = p + sizeof(*nh);
+			uint8_t *desc = (uint8_t *)name + ((nh->n_namesz + 3) & ~3);
+			unsigned int k;
+
+			if ((char *)desc + nh->n_descsz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4) && nh->n_descsz <= 64) {
+				for (k = 0; k < nh->n_descsz; k++)
+					sprintf(hex + 2 * k, "%02x", desc[k]);
+				ret = 0;
+			}
+			p = (char *)desc + ((nh->n_descsz + 3) & ~3);
+		}
+		free(notes);
+	}
+	free(ph);
+	return ret;
+}
+
+/*
+ * The ELF file @fd's own SFrame section: its bytes (the .sframe section,
+ * else the PT_GNU_SFRAME segment) in a new buffer, their size in @len and
+ * the address the section was linked at in @addr; NULL if none.
+ */
+static void *file_own_sframe(int fd, size_t *len, uint64_t *addr)
+{
+	uint64_t off = 0, size = 0;
+	Elf64_Shdr *sh = NULL;
+	Elf64_Phdr *ph;
+	Elf64_Ehdr eh;
+	void *buf = NULL;
+	int i;
+
+	if (read_phdrs(fd, &eh, &ph))
+		return NULL;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type == PT_GNU_SFRAME) {
+			off = ph[i].p_offset;
+			size = ph[i].p_filesz;
+			*addr = ph[i].p_vaddr;
+		}
+	}
+	free(ph);
+	/* The section's own size: ld's segment may run past it. */
+	if (eh.e_shnum && eh.e_shentsize == sizeof(*sh) && eh.e_shstrndx < eh.e_shnum)
+		sh = calloc(eh.e_shnum, sizeof(*sh));
+	if (sh && pread(fd, sh, eh.e_shnum * sizeof(*sh), eh.e_shoff) ==
+		  (ssize_t)(eh.e_shnum * sizeof(*sh))) {
+		const Elf64_Shdr *str = &sh[eh.e_shstrndx];
+		char name[8];
+
+		for (i = 0; i < eh.e_shnum; i++) {
+			if (pread(fd, name, sizeof(name), str->sh_offset + sh[i].sh_name) !=
+			    sizeof(name) || memcmp(name, ".sframe", sizeof(name)))
+				continue;
+			off = sh[i].sh_offset;
+			size = sh[i].sh_size;
+			*addr = sh[i].sh_addr;
+		}
+	}
+	free(sh);
+	if (size)
+		buf = malloc(size);
+	if (buf && pread(fd, buf, size, off) != (ssize_t)size) {
+		free(buf);
+		buf = NULL;
+	}
+	*len = size;
+	return buf;
+}
+
+/*
+ * The file mapped executable in process @pid whose path ends in @suffix:
+ * its path and inode, from /proc/PID/maps. 0 or -1.
+ */
+static int maps_find(pid_t pid, const char *suffix, char *path, size_t size,
+		     unsigned long *ino)
+{
+	char name[64], line[PATH_MAX + 128];
+	size_t sl = strlen(suffix);
+	int ret = -1;
+	FILE *f;
+
+	snprintf(name, sizeof(name), "/proc/%d/maps", pid);
+	f = fopen(name, "r");
+	if (!f)
+		return -1;
+	while (ret && fgets(line, sizeof(line), f)) {
+		unsigned long start, end, off, inode;
+		unsigned int maj, min;
+		char perms[8], *p;
+		size_t pl;
+		int n = 0;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &start, &end,
+			   perms, &off, &maj, &min, &inode, &n) < 7 || !n ||
+		    perms[2] != 'x')
+			continue;
+		p = line + n;
+		p[strcspn(p, "\n")] = 0;
+		pl = strlen(p);
+		if (pl < sl || strcmp(p + pl - sl, suffix))
+			continue;
+		snprintf(path, size, "%s", p);
+		*ino = inode;
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* This process's libc.so.6, as ld.so loaded it. */
+static int libc_name(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *n = strrchr(info->dlpi_name, '/');
+
+	(void)size;
+
+	if (!n || strcmp(n, "/libc.so.6"))
+		return 0;
+	snprintf(arg, PATH_MAX, "%s", info->dlpi_name);
+	return 1;
+}
+
+/*
+ * Attach to @path, the file of inode @ino (the one a child maps), the
+ * section sframe-synth made for it (relative to 0 at link time): 0 or
+ * -errno (-ESTALE: another file is at @path now; -ENOENT: no section in
+ * the cache).
+ */
+static long attach_cached(const char *path, unsigned long ino)
+{
+	char id[2 * 64 + 1] = "", cpath[PATH_MAX + 160];
+	struct unwind_user_file f = {};
+	struct stat st;
+	void *sec;
+	size_t len;
+	long ret;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_ino != ino || file_build_id(fd, id)) {
+		close(fd);
+		return -ESTALE;
+	}
+	snprintf(cpath, sizeof(cpath), "%s/%s.sframe", cache_dir, id);
+	sec = read_all(cpath, &len);
+	if (!sec) {
+		close(fd);
+		return -ENOENT;
+	}
+	f.fd = fd;
+	f.sframe_ptr = (uintptr_t)sec;
+	f.sframe_size = len;
+	f.sframe_addr = 0;
+	ret = file_attach(&f);
+	free(sec);
+	close(fd);
+	return ret;
+}
+
+/* The children: this program exec'ed, sampling itself on command. */
+
+static volatile unsigned long sink;
+static struct stacks stacks;
+static int zero_fd = -1;
+static char zero_buf[1 << 16];
+
+/* The qsort workload of sframe_libc_test: the comparator called by libc. */
+#define SORT_N	4096
+static unsigned long sort_v[SORT_N];
+
+NOIPA int cmp_cb(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a;
+	unsigned long y = *(const unsigned long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+NOIPA void sort_work(unsigned long seed)
+{
+	unsigned long i, x = seed;
+
+	for (i = 0; i < SORT_N; i++) {
+		x = x * 6364136223846793005ul + 1442695040888963407ul;
+		sort_v[i] = x >> 20;
+	}
+	qsort(sort_v, SORT_N, sizeof(sort_v[0]), cmp_cb);
+	sink += sort_v[SORT_N / 2];
+}
+
+/* Calls clock_gettime() itself: now_seconds() would be a frame more. */
+NOIPA void run_work(void *arg)
+{
+	double seconds = *(double *)arg, end;
+	unsigned long seed = 1;
+	struct timespec ts;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec + ts.tv_nsec / 1e9 + seconds;
+	do {
+		for (i = 0; i < 4; i++)
+			sort_work(seed++);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
+}
+
+/*
+ * System calls made in libc (read() of /dev/zero): sampled in the kernel,
+ * their user stacks are deferred, walked from libc by a walk that may
+ * sleep, which attaches libc's table.
+ */
+NOIPA void prime_work(void *arg)
+{
+	double seconds = *(double *)arg, end;
+	struct timespec ts;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = ts.tv_sec + ts.tv_nsec / 1e9 + seconds;
+	do {
+		for (i = 0; i < 8; i++)
+			sink += read(zero_fd, zero_buf, sizeof(zero_buf));
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
+}
+
+/* read(2) without libc: the kernel sample's user IP in the caller. */
+static __always_inline long raw_read(int fd, void *buf, size_t n)
+{
+	long ret;
+
+	asm volatile("syscall"
+		     : "=a"(ret)
+		     : "0"((long)SYS_read), "D"((long)fd), "S"(buf), "d"(n)
+		     : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* Called back from libsframe_dl.so: a loop and a system call. */
+NOIPA void spin_cb(void)
+{
+	unsigned long i, x = sink;
+
+	for (i = 0; i < 1000; i++)
+		x = x * 2862933555777941757ul + 3037000493ul;
+	sink = x + raw_read(zero_fd, zero_buf, sizeof(zero_buf));
+}
+
+struct dl_run {
+	void (*chain)(void (*cb)(void), unsigned long n);
+	double seconds;
+};
+
+NOIPA void dl_driver(void *arg)
+{
+	struct dl_run *r = arg;
+	double end = now_seconds() + r->seconds;
+
+	do
+		r->chain(spin_cb, 16);
+	while (now_seconds() < end);
+}
+
+/* The library's call chain, up to main. */
+static const char *const dl_chain[] = {
+	"spin_cb", "dl_level2", "dl_level1", "dl_chain", "dl_driver",
+	"sample_stacks", "sample_stacks_kernel", "child_main", "main",
+};
+
+/* Its first frames: the callback and the library's functions. */
+#define DL_LIB_FRAMES	4
+
+static const char *const lib_syms[] = { "dl_chain", "dl_level1", "dl_level2" };
+
+/*
+ * The program frames a stack must name, innermost first: whether a
+ * function calls libc (libc frames may come before it), and whether libc
+ * calls it back (libc frames must come after it). As sframe_libc_test.
+ */
+struct frame {
+	const char *name;
+	bool calls_libc;
+	bool called_by_libc;
+};
+
+#define WORK_MAX 8
+
+static const struct workload {
+	struct frame chain[WORK_MAX];
+	int n;
+	int callers;	/* the last frames, not the workload's */
+} w_qsort = { {
+	{ "cmp_cb", false, true }, { "sort_work", true, false },
+	{ "run_work", true, false }, { "sample_stacks", true, false },
+	{ "child_main", false, false }, { "main", false, false } }, 6, 3 },
+w_prime = { {
+	{ "prime_work", true, false }, { "sample_stacks", true, false },
+	{ "sample_stacks_kernel", false, false }, { "child_main", false, false },
+	{ "main", false, false } }, 5, 4 };
+
+/* What a child found in one round, passed back through a pipe. */
+struct result {
+	int status;			/* 0, or where the child failed */
+	unsigned int stacks, lost;
+	unsigned int whole, deferred;	/* from samples, from deferred records */
+	unsigned int in_work;		/* leaf in the workload or in libc */
+	unsigned int libc_leaf;		/* of those, leaf in libc */
+	unsigned int through_libc;	/* of those, with a libc frame */
+	unsigned int complete;		/* program frames right up to main */
+	unsigned int complete_libc_leaf;/* of those, leaf in libc */
+	unsigned int ends_in_libc;	/* the others: last frame in libc */
+	unsigned int wrong;		/* the others: a wrong frame */
+	unsigned int plt_cut;		/* the others: cut at a libc PLT stub */
+	unsigned int libc_ras;		/* libc return addresses in complete ones */
+	unsigned int implausible;	/* of those, not right after a call */
+	unsigned int in_lib;		/* dl: leaf in the library's chain */
+	unsigned int lib_complete;	/* of those, every frame to main */
+	struct unwind_user_info before, after;
+};
+
+/* libc's executable PT_LOAD, and its load bias. */
+static uint64_t libc_start, libc_end, libc_base;
+
+/* PLT stubs of the program and of libc (see sframe_libc_test). */
+static struct {
+	uint64_t start, end;
+} plts[8];
+static unsigned int nr_plts;
+
+static void add_plts(const char *path, uint64_t bias)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	const Elf64_Shdr *sh;
+	const Elf64_Ehdr *eh;
+	const char *names;
+	struct stat st;
+	char *map;
+	int i;
+
+	if (fd < 0 || fstat(fd, &st))
+		goto out;
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		goto out;
+	eh = (const Elf64_Ehdr *)map;
+	sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+	names = map + sh[eh->e_shstrndx].sh_offset;
+	for (i = 0; i < eh->e_shnum && nr_plts < ARRAY_SIZE(plts); i++) {
+		if (!(sh[i].sh_flags & SHF_EXECINSTR) ||
+		    strncmp(names + sh[i].sh_name, ".plt", 4))
+			continue;
+		plts[nr_plts].start = bias + sh[i].sh_addr;
+		plts[nr_plts].end = bias + sh[i].sh_addr + sh[i].sh_size;
+		nr_plts++;
+	}
+	munmap(map, st.st_size);
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+static bool in_plt(uint64_t ip)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_plts; i++)
+		if (ip >= plts[i].start && ip < plts[i].end)
+			return true;
+	return false;
+}
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *n = strrchr(info->dlpi_name, '/');
+	int i;
+
+	(void)size;
+	(void)arg;
+
+	/* The program comes first, without a name. */
+	if (!*info->dlpi_name && !nr_plts)
+		add_plts("/proc/self/exe", info->dlpi_addr);
+	if (!n || strcmp(n, "/libc.so.6"))
+		return 0;
+	add_plts(info->dlpi_name, info->dlpi_addr);
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
+			libc_base = info->dlpi_addr;
+			libc_start = info->dlpi_addr + p->p_vaddr;
+			libc_end = libc_start + p->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static bool in_libc(uint64_t ip)
+{
+	return ip >= libc_start && ip < libc_end;
+}
+
+/* Length of ModRM (+ SIB, displacement) of ff /2, call indirect; else 0. */
+static int call_modrm_len(const uint8_t *m)
+{
+	int mod = m[0] >> 6, reg = (m[0] >> 3) & 7, rm = m[0] & 7, n = 1;
+
+	if (reg != 2)
+		return 0;
+	if (mod == 3)
+		return n;
+	if (rm == 4) {
+		n++;
+		if (mod == 0 && (m[1] & 7) == 5)
+			n += 4;
+	} else if (mod == 0 && rm == 5) {
+		n += 4;
+	}
+	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+}
+
+/* Is @ra in libc's text, right after a call (e8 rel32, or ff /2)? */
+static bool after_call(uint64_t ra)
+{
+	const uint8_t *p = (const uint8_t *)(uintptr_t)ra;
+	int len;
+
+	if (!in_libc(ra) || ra - 7 < libc_start)
+		return false;
+	if (p[-5] == 0xe8)
+		return true;
+	for (len = 2; len <= 7; len++)
+		if (p[-len] == 0xff && call_modrm_len(p - len + 1) == len - 1)
+			return true;
+	return false;
+}
+
+/* Print @st: the program's symbols, libc's offsets, other addresses. */
+static void print_stack(const char *prefix, const struct ustack *st)
+{
+	unsigned int i;
+
+	printf("# %s (%u frames):", prefix, st->nr);
+	for (i = 0; i < st->nr && i < 24; i++) {
+		const char *s = sym_name(st->ip[i]);
+
+		if (in_libc(st->ip[i]))
+			printf(" libc+%#llx",
+			       (unsigned long long)(st->ip[i] - libc_base));
+		else if (s)
+			printf(" %s", s);
+		else
+			printf(" %#llx", (unsigned long long)st->ip[i]);
+	}
+	printf("%s\n", st->nr > i ? " ..." : "");
+}
+
+static int chain_index(const struct workload *w, uint64_t ip)
+{
+	const char *s = sym_name(ip);
+	int k;
+
+	for (k = 0; s && k < w->n; k++)
+		if (!strcmp(s, w->chain[k].name))
+			return k;
+	return -1;
+}
+
+/*
+ * A stack counts if its leaf is in the workload: one of its functions, or
+ * libc (through a PLT stub or not). It is complete if its program frames
+ * are exactly the workload's callers, in order, up to main, and the
+ * frames between them are in libc's text where the program calls libc,
+ * each one a return address right after a call instruction. The rules of
+ * sframe_libc_test's classify().
+ */
+static void classify(const struct workload *w, const struct ustack *st,
+		     struct result *r, bool verbose)
+{
+	unsigned int i = 0, run, ras = 0, bad = 0, lead;
+	bool plt = st->nr && in_plt(st->ip[0]);
+	int k;
+
+	/* Leading frames on the way into libc: a PLT stub, libc's code. */
+	if (plt && !in_libc(st->ip[0]))
+		i = 1;
+	while (i < st->nr && in_libc(st->ip[i]))
+		i++;
+	lead = i;
+	k = i < st->nr ? chain_index(w, st->ip[i]) : -1;
+	/* Or the leaf is one of the workload's functions, not their callers. */
+	if (!lead && (k < 0 || k >= w->n - w->callers))
+		return;
+	r->in_work++;
+	if (st->nr && in_libc(st->ip[0]))
+		r->libc_leaf++;
+	if (lead > (plt && !in_libc(st->ip[0])))
+		r->through_libc++;
+	if (lead && (k < 0 || !w->chain[k].calls_libc))
+		goto wrong;
+	for (run = 1; run < lead; run++, ras++)
+		bad += !after_call(st->ip[run]);
+	while (strcmp(w->chain[k].name, "main")) {
+		i++;
+		if (w->chain[k].called_by_libc) {
+			run = 0;
+			while (i < st->nr && in_libc(st->ip[i])) {
+				bad += !after_call(st->ip[i]);
+				ras++;
+				run++;
+				i++;
+			}
+			if (run && !lead)
+				r->through_libc++;
+			if (!run)
+				goto wrong;
+		}
+		if (i >= st->nr)
+			goto wrong;
+		if (chain_index(w, st->ip[i]) != ++k)
+			goto wrong;
+	}
+	r->complete++;
+	if (in_libc(st->ip[0]))
+		r->complete_libc_leaf++;
+	r->libc_ras += ras;
+	r->implausible += bad;
+	if (bad && verbose && r->implausible - bad < 3)
+		print_stack("libc frame not after a call", st);
+	return;
+wrong:
+	if (plt && st->nr == 1 && in_libc(st->ip[0])) {
+		r->plt_cut++;
+	} else if (st->nr && in_libc(st->ip[st->nr - 1])) {
+		if (++r->ends_in_libc <= 3 && verbose)
+			print_stack("ends in libc", st);
+	} else {
+		if (++r->wrong <= 3 && verbose)
+			print_stack("wrong stack", st);
+	}
+}
+
+/* Stacks whose leaf is in the library's chain, and those complete to main. */
+static void classify_dl(const struct ustack *st, struct result *r, bool verbose)
+{
+	const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
+	int k;
+
+	for (k = 0; top && k < DL_LIB_FRAMES; k++) {
+		if (strcmp(top, dl_chain[k]))
+			continue;
+		r->in_lib++;
+		if (stack_matches(st, dl_chain + k, ARRAY_SIZE(dl_chain) - k) == 1)
+			r->lib_complete++;
+		else if (verbose && r->in_lib - r->lib_complete <= 3)
+			stack_print("through the library, not complete", st, 16);
+		return;
+	}
+}
+
+/* A command to a child: a round of @msec ms of workload @op. */
+struct cmd {
+	char op;	/* q: qsort, p: prime (libc), d: the library's chain, n: none */
+	int msec;
+};
+
+/*
+ * A child: main -> child_main, which samples a workload at each command
+ * read from fd argv[2] and writes its result to fd argv[3]; argv[4], if
+ * not empty, is a copy of libsframe_dl.so to dlopen() first. Ends at the
+ * end of its commands.
+ */
+NOIPA int child_main(int argc, char **argv)
+{
+	int cmd_fd = atoi(argv[2]), res_fd = atoi(argv[3]);
+	const char *lib = argc > 4 ? argv[4] : "";
+	struct dl_run dl = {};
+	struct cmd m;
+	unsigned int i;
+
+	if (sym_init() || !dl_iterate_phdr(find_libc, NULL))
+		return 2;
+	zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	if (zero_fd < 0)
+		return 2;
+	if (*lib) {
+		void *h = dlopen(lib, RTLD_NOW);
+
+		if (!h) {
+			printf("# dlopen %s: %s\n", lib, dlerror());
+			return 2;
+		}
+		for (i = 0; i < ARRAY_SIZE(lib_syms); i++) {
+			ElfW(Sym) *sym = NULL;
+			Dl_info info;
+			void *fn = dlsym(h, lib_syms[i]);
+
+			if (!fn || !dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) ||
+			    !sym)
+				return 2;
+			sym_add(lib_syms[i], (uintptr_t)fn, sym->st_size);
+		}
+		dl.chain = dlsym(h, "dl_chain");
+	}
+	while (read(cmd_fd, &m, sizeof(m)) == sizeof(m)) {
+		const struct workload *w = NULL;
+		double seconds = m.msec / 1000.0;
+		struct result r = {};
+		int err = -EINVAL;
+
+		if (unwind_query(&r.before))
+			r.status = 3;
+		stacks.nr = 0;
+		/* Called here: child_main is on every stack of the chains. */
+		if (m.op == 'n') {
+			err = 0;
+		} else if (m.op == 'q') {
+			err = sample_stacks(run_work, &seconds, FREQ, &stacks);
+			w = &w_qsort;
+		} else if (m.op == 'p') {
+			err = sample_stacks_kernel(prime_work, &seconds, FREQ, &stacks);
+			w = &w_prime;
+		} else if (m.op == 'd' && dl.chain) {
+			dl.seconds = seconds;
+			err = sample_stacks_kernel(dl_driver, &dl, FREQ, &stacks);
+		}
+		if (err)
+			r.status = 4;
+		if (unwind_query(&r.after))
+			r.status = 3;
+		r.stacks = stacks.nr;
+		r.lost = stacks.lost;
+		r.whole = stacks.whole;
+		r.deferred = stacks.deferred;
+		for (i = 0; i < stacks.nr; i++) {
+			if (w)
+				classify(w, &stacks.s[i], &r, m.op == 'q');
+			else
+				classify_dl(&stacks.s[i], &r, true);
+		}
+		fflush(stdout);
+		if (write(res_fd, &r, sizeof(r)) != sizeof(r))
+			return 4;
+	}
+	return 0;
+}
+
+/* The parent's side of a child. */
+struct child {
+	pid_t pid;
+	int cmd, res;	/* the parent's ends of its pipes */
+};
+
+/* Start a child, with @lib to dlopen() if not NULL: 0 or -1. */
+static int child_start(struct child *c, const char *lib)
+{
+	int cmd[2], res[2];
+
+	c->pid = 0;
+	if (pipe2(cmd, O_CLOEXEC))
+		return -1;
+	if (pipe2(res, O_CLOEXEC)) {
+		close(cmd[0]);
+		close(cmd[1]);
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	c->pid = fork();
+	if (!c->pid) {
+		char a[16], b[16];
+
+		/* Only its own ends: another child's would keep its EOF away. */
+		fcntl(cmd[0], F_SETFD, 0);
+		fcntl(res[1], F_SETFD, 0);
+		snprintf(a, sizeof(a), "%d", cmd[0]);
+		snprintf(b, sizeof(b), "%d", res[1]);
+		/* Only the objects the test knows of (run_kselftest's stdbuf). */
+		unsetenv("LD_PRELOAD");
+		unsetenv("LD_AUDIT");
+		execl("/proc/self/exe", "sframe_file_test", CHILD_ARG, a, b,
+		      lib ? lib : "", NULL);
+		_exit(127);
+	}
+	close(cmd[0]);
+	close(res[1]);
+	c->cmd = cmd[1];
+	c->res = res[0];
+	if (c->pid < 0) {
+		close(c->cmd);
+		close(c->res);
+		c->pid = 0;
+		return -1;
+	}
+	return 0;
+}
+
+static int child_send(struct child *c, char op, int msec)
+{
+	struct cmd m = { .op = op, .msec = msec };
+
+	return write(c->cmd, &m, sizeof(m)) == sizeof(m) ? 0 : -1;
+}
+
+/* The child's result: 0, or -1 (it died, or failed: r->status). */
+static int child_recv(struct child *c, struct result *r)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(*r) &&
+	       (n = read(c->res, (char *)r + got, sizeof(*r) - got)) > 0)
+		got += n;
+	if (got != sizeof(*r)) {
+		r->status = -1;
+		return -1;
+	}
+	return r->status ? -1 : 0;
+}
+
+static int child_run(struct child *c, char op, int msec, struct result *r)
+{
+	return child_send(c, op, msec) ? -1 : child_recv(c, r);
+}
+
+/* End the child (its commands end) and reap it: its wait status. */
+static int child_stop(struct child *c)
+{
+	int status = -1;
+
+	if (c->pid <= 0)
+		return 0;
+	close(c->cmd);
+	close(c->res);
+	if (waitpid(c->pid, &status, 0) != c->pid)
+		status = -1;
+	c->pid = 0;
+	return status;
+}
+
+static void print_result(const char *what, const struct result *r)
+{
+	printf("# %s: %u stacks (%u lost; %u whole at sample time, %u deferred), %u in the workload (%u leaf in libc, %u through libc); %u complete (%.1f%%), %u end in libc, %u wrong, %u cut at a PLT stub\n",
+	       what, r->stacks, r->lost, r->whole, r->deferred, r->in_work,
+	       r->libc_leaf, r->through_libc, r->complete,
+	       r->in_work ? 100.0 * r->complete / r->in_work : 0.0,
+	       r->ends_in_libc, r->wrong, r->plt_cut);
+	printf("#   libc return addresses %u (%u not after a call); sections %llu -> %llu, sframe_frames +%llu, fp_fallbacks +%llu, errors +%llu, dropped %llu\n",
+	       r->libc_ras, r->implausible,
+	       (unsigned long long)r->before.nr_sections,
+	       (unsigned long long)r->after.nr_sections,
+	       (unsigned long long)(r->after.sframe_frames - r->before.sframe_frames),
+	       (unsigned long long)(r->after.fp_fallbacks - r->before.fp_fallbacks),
+	       (unsigned long long)(r->after.errors - r->before.errors),
+	       (unsigned long long)r->after.dropped);
+}
+
+static void print_dl(const char *what, const struct result *r)
+{
+	printf("# %s: %u stacks (%u whole at sample time, %u deferred), %u through the library, %u complete; sections %llu -> %llu, errors +%llu\n",
+	       what, r->stacks, r->whole, r->deferred, r->in_lib, r->lib_complete,
+	       (unsigned long long)r->before.nr_sections,
+	       (unsigned long long)r->after.nr_sections,
+	       (unsigned long long)(r->after.errors - r->before.errors));
+}
+
+/* libc.so.6, with the section sframe-synth made for it. */
+
+FIXTURE(libc) {
+	/* libc as this program maps it, for the teardown (a shared page) */
+	char path[PATH_MAX];
+};
+
+FIXTURE_SETUP(libc)
+{
+	const char *why = file_ops_missing();
+	char id[2 * 64 + 1] = "", cpath[PATH_MAX + 160];
+	long ret;
+	int fd;
+
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, find_here());
+	ASSERT_EQ(1, dl_iterate_phdr(libc_name, self->path));
+	fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, file_build_id(fd, id)) TH_LOG("no build ID in %s", self->path);
+	snprintf(cpath, sizeof(cpath), "%s/%s.sframe", cache_dir, id);
+	if (access(cpath, R_OK)) {
+		close(fd);
+		*self->path = 0;
+		SKIP(return, "no section for libc in %.200s (harness/stage-audit.sh makes it)",
+		     cache_dir);
+	}
+	/* Start from a libc without a table, whatever an earlier run left. */
+	ret = file_detach(fd);
+	if (!ret)
+		printf("# libc had a table already: detached\n");
+	close(fd);
+	ASSERT_TRUE(!ret || ret == -ENOENT) TH_LOG("detach: %s", strerror(-ret));
+}
+
+/*
+ * In the harness's process, whatever became of the test: no table of libc
+ * may outlive this program (the tests after it expect libc without one).
+ */
+FIXTURE_TEARDOWN_PARENT(libc)
+{
+	int fd;
+
+	if (!*self->path)
+		return;
+	fd = open(self->path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		file_detach(fd);
+		close(fd);
+	}
+}
+
+TEST_F_TIMEOUT(libc, already_running, 120)
+{
+	struct result before, alone, prime, after;
+	struct child c;
+	char path[PATH_MAX];
+	unsigned long ino;
+	int fd, status;
+
+	ASSERT_EQ(0, child_start(&c, NULL));
+
+	/* Running, sampled: libc's frames left to the frame-pointer rule. */
+	ASSERT_EQ(0, child_run(&c, 'q', 1000, &before));
+	print_result("qsort before the attach", &before);
+	ASSERT_GE(before.in_work, 20u);
+	EXPECT_LT(before.complete * 2, before.in_work);
+	EXPECT_GT(before.after.fp_fallbacks - before.before.fp_fallbacks, 0ull);
+
+	/* The libc the child maps, with its section: attached. */
+	ASSERT_EQ(0, maps_find(c.pid, "/libc.so.6", path, sizeof(path), &ino));
+	printf("# child %d maps %s (inode %lu)\n", c.pid, path, ino);
+	ASSERT_EQ(0, attach_cached(path, ino));
+
+	/* perf alone, as a profiler would see the process: reported only. */
+	ASSERT_EQ(0, child_run(&c, 'q', 500, &alone));
+	print_result("qsort right after the attach, perf alone", &alone);
+
+	/* Samples in system calls made in libc: a walk that may sleep there. */
+	ASSERT_EQ(0, child_run(&c, 'p', 200, &prime));
+	print_result("system calls in libc, sampled in the kernel", &prime);
+	ASSERT_GT(prime.deferred, 0u) TH_LOG("no deferred stack from samples taken in the kernel");
+	EXPECT_GT(prime.complete_libc_leaf, 0u);
+
+	/* The same child: every stack through libc complete, no error. */
+	ASSERT_EQ(0, child_run(&c, 'q', 1000, &after));
+	print_result("qsort after the attach", &after);
+	ASSERT_GE(after.in_work, 20u);
+	EXPECT_GT(after.through_libc * 2, after.in_work);
+	EXPECT_EQ(after.in_work, after.complete);
+	EXPECT_EQ(0u, after.plt_cut);
+	EXPECT_GT(after.libc_ras, 0u);
+	EXPECT_EQ(0u, after.implausible);
+	EXPECT_GE(after.after.sframe_frames - after.before.sframe_frames,
+		  (unsigned long long)after.complete);
+	/* libc is one registration more in the child's address space. */
+	EXPECT_EQ(before.after.nr_sections + 1, after.after.nr_sections);
+	EXPECT_EQ(before.before.errors, after.after.errors);
+	EXPECT_EQ(0ull, after.after.dropped);
+
+	/* Detached while the child still has it: the file has no table. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, file_detach(fd));
+	EXPECT_EQ(-ENOENT, file_detach(fd));
+	close(fd);
+	status = child_stop(&c);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+}
+
+TEST_F_TIMEOUT(libc, shared, 120)
+{
+	struct file_info t0, t1, t2, t3;
+	struct child c[NR_SHARED];
+	struct result r[NR_SHARED];
+	unsigned int i, attached = 0, used = 0;
+	char path[PATH_MAX];
+	unsigned long ino;
+	int have, fd;
+
+	have = query_files(&t0);
+	ASSERT_LE(0, have);
+	if (have)
+		printf("# before: %llu file tables, %llu bytes\n",
+		       (unsigned long long)t0.file_tables,
+		       (unsigned long long)t0.file_bytes);
+	/* Started, and running (exec'ed, libc mapped) before the attach. */
+	for (i = 0; i < NR_SHARED; i++)
+		ASSERT_EQ(0, child_start(&c[i], NULL));
+	for (i = 0; i < NR_SHARED; i++)
+		ASSERT_EQ(0, child_run(&c[i], 'n', 0, &r[i]));
+
+	/* One attach, for all of them. */
+	ASSERT_EQ(0, maps_find(c[0].pid, "/libc.so.6", path, sizeof(path), &ino));
+	ASSERT_EQ(0, attach_cached(path, ino));
+	ASSERT_EQ(have, query_files(&t1));
+	if (have) {
+		printf("# attached: %llu file tables, %llu bytes\n",
+		       (unsigned long long)t1.file_tables,
+		       (unsigned long long)t1.file_bytes);
+		EXPECT_EQ(t0.file_tables + 1, t1.file_tables);
+		EXPECT_LT(t0.file_bytes, t1.file_bytes);
+	}
+
+	/* Each takes walks that may sleep through libc, all at once. */
+	for (i = 0; i < NR_SHARED; i++)
+		ASSERT_EQ(0, child_send(&c[i], 'p', 400));
+	for (i = 0; i < NR_SHARED; i++) {
+		EXPECT_EQ(0, child_recv(&c[i], &r[i]))
+			TH_LOG("child %u: status %d", i, r[i].status);
+		if (r[i].status)
+			continue;
+		attached += r[i].after.nr_sections == r[i].before.nr_sections + 1;
+		used += r[i].complete_libc_leaf > 0;
+		if (!r[i].deferred || !r[i].complete_libc_leaf)
+			print_result("child without a complete stack through libc", &r[i]);
+	}
+	printf("# %u children: %u got libc attached, %u a complete stack from libc\n",
+	       NR_SHARED, attached, used);
+	EXPECT_EQ((unsigned int)NR_SHARED, attached);
+	EXPECT_EQ((unsigned int)NR_SHARED, used);
+
+	/* Still one table, of the same size, while they all have it. */
+	ASSERT_EQ(have, query_files(&t2));
+	if (have) {
+		printf("# %u attached: %llu file tables, %llu bytes\n", attached,
+		       (unsigned long long)t2.file_tables,
+		       (unsigned long long)t2.file_bytes);
+		EXPECT_EQ(t1.file_tables, t2.file_tables);
+		EXPECT_EQ(t1.file_bytes, t2.file_bytes);
+	}
+	for (i = 0; i < NR_SHARED; i++) {
+		int status = child_stop(&c[i]);
+
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("child %u status %#x", i, status);
+	}
+
+	/* Detached: back to where it was. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, file_detach(fd));
+	close(fd);
+	ASSERT_EQ(have, query_files(&t3));
+	if (!have) {
+		/* Not a skip if something failed: that would hide it. */
+		if (_metadata->exit_code == KSFT_PASS)
+			SKIP(return, "no file_tables in UNWIND_USER_QUERY: the table was not counted");
+		return;
+	}
+	EXPECT_EQ(t0.file_tables, t3.file_tables);
+	EXPECT_EQ(t0.file_bytes, t3.file_bytes);
+}
+
+/* A private copy of libsframe_dl.so, with its own SFrame section. */
+
+struct lib_copy {
+	char tmp[PATH_MAX / 4];
+	char path[PATH_MAX / 2];
+	void *elf;		/* the library's bytes */
+	size_t elf_len;
+	int fd;			/* the copy, read-only */
+	void *sec;		/* its .sframe */
+	size_t len;
+	uint64_t addr;		/* where .sframe was linked */
+};
+
+/* 0, 1 if there is no library to copy, -1 on error. */
+static int lib_copy_init(struct lib_copy *lc)
+{
+	const char *t = getenv("TMPDIR");
+	char src[PATH_MAX];
+
+	lc->fd = -1;
+	if (find_here())
+		return -1;
+	snprintf(src, sizeof(src), "%s/libsframe_dl.so", here);
+	lc->elf = read_all(src, &lc->elf_len);
+	if (!lc->elf)
+		return 1;
+	snprintf(lc->tmp, sizeof(lc->tmp), "%s/sframe_file_test.XXXXXX",
+		 t && *t ? t : "/tmp");
+	if (!mkdtemp(lc->tmp)) {
+		*lc->tmp = 0;
+		return -1;
+	}
+	snprintf(lc->path, sizeof(lc->path), "%s/libsframe_dl.so", lc->tmp);
+	if (write_new(lc->path, lc->elf, lc->elf_len))
+		return -1;
+	lc->fd = open(lc->path, O_RDONLY | O_CLOEXEC);
+	if (lc->fd < 0)
+		return -1;
+	lc->sec = file_own_sframe(lc->fd, &lc->len, &lc->addr);
+	return lc->sec ? 0 : -1;
+}
+
+static void lib_copy_fini(struct lib_copy *lc)
+{
+	if (lc->fd >= 0) {
+		file_detach(lc->fd);
+		close(lc->fd);
+	}
+	if (*lc->tmp)
+		remove_dir(lc->tmp);
+	free(lc->sec);
+	free(lc->elf);
+	memset(lc, 0, sizeof(*lc));
+	lc->fd = -1;
+}
+
+static struct unwind_user_file file_of(const struct lib_copy *lc)
+{
+	struct unwind_user_file f = {
+		.fd = lc->fd,
+		.sframe_ptr = (uintptr_t)lc->sec,
+		.sframe_size = lc->len,
+		.sframe_addr = lc->addr,
+	};
+
+	return f;
+}
+
+FIXTURE(lib) {
+	struct lib_copy lc;
+	struct file_info t0;	/* the machine's tables before the test */
+	int have;		/* whether the kernel counts them */
+};
+
+FIXTURE_SETUP(lib)
+{
+	const char *why = file_ops_missing();
+	int ret;
+
+	self->lc.fd = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	ret = lib_copy_init(&self->lc);
+	if (ret)
+		lib_copy_fini(&self->lc);
+	if (ret == 1)
+		SKIP(return, "no libsframe_dl.so next to this program");
+	ASSERT_EQ(0, ret) TH_LOG("copy of libsframe_dl.so: %s", strerror(errno));
+	self->have = query_files(&self->t0);
+	ASSERT_LE(0, self->have);
+}
+
+FIXTURE_TEARDOWN(lib)
+{
+	lib_copy_fini(&self->lc);
+}
+
+/* The machine's tables: @tables more than before the test, if counted. */
+static void expect_tables(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(lib) *self, unsigned long long tables)
+{
+	struct file_info now;
+
+	ASSERT_EQ(self->have, query_files(&now));
+	if (self->have)
+		EXPECT_EQ(self->t0.file_tables + tables, now.file_tables);
+}
+
+/* Every argument that is wrong, and what it must give; no table after. */
+TEST_F(lib, errors)
+{
+	const struct unwind_user_file f = file_of(&self->lc);
+	const char *max_path = "/proc/sys/kernel/unwind_user_file_bytes_max";
+	size_t page = sysconf(_SC_PAGESIZE);
+	struct unwind_user_file g;
+	char *big, *none, old[32] = "";
+	int fd, rw;
+	long ret;
+
+	/* File descriptors. */
+	g = f;
+	g.fd = -1;
+	EXPECT_EQ(-EBADF, file_attach(&g));
+	fd = dup(f.fd);
+	ASSERT_LE(0, fd);
+	close(fd);
+	g.fd = fd;
+	EXPECT_EQ(-EBADF, file_attach(&g));
+	EXPECT_EQ(-EBADF, file_detach(fd));
+	EXPECT_EQ(-EBADF, file_detach(-1));
+
+	/* Flags, unused arguments. */
+	g = f;
+	g.flags = 1;
+	EXPECT_EQ(-EINVAL, file_attach(&g));
+	g.flags = 1u << 31;
+	EXPECT_EQ(-EINVAL, file_attach(&g));
+	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_FILE_ATTACH, (unsigned long)&f,
+					sizeof(f), 1));
+	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_FILE_DETACH, f.fd, 1, 0));
+	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_FILE_DETACH, f.fd, 0, 1));
+
+	/* The struct's size, as copy_struct_from_user(). */
+	EXPECT_EQ(-EINVAL, attach_size(&f, 0));
+	EXPECT_EQ(-EINVAL, attach_size(&f, 24));
+	EXPECT_EQ(-EINVAL, attach_size(&f, UNWIND_USER_FILE_SIZE_VER0 - 1));
+	big = calloc(1, 2 * page);
+	ASSERT_NE(NULL, big);
+	memcpy(big, &f, sizeof(f));
+	EXPECT_EQ(-E2BIG, attach_size(big, page + 8));
+	big[sizeof(f) + 3] = 1;
+	EXPECT_EQ(-E2BIG, attach_size(big, sizeof(f) + 8));
+	expect_tables(_metadata, self, 0);
+	/* A longer struct with zeros past the fields, up to a page: taken. */
+	big[sizeof(f) + 3] = 0;
+	EXPECT_EQ(0, attach_size(big, sizeof(f) + 8));
+	EXPECT_EQ(0, file_detach(f.fd));
+	EXPECT_EQ(0, attach_size(big, page));
+	EXPECT_EQ(0, file_detach(f.fd));
+	free(big);
+
+	/* The section's size. */
+	g = f;
+	g.sframe_size = 0;
+	EXPECT_EQ(-EINVAL, file_attach(&g));
+	g.sframe_size = MAX_SFRAME_SIZE + 1;
+	EXPECT_EQ(-E2BIG, file_attach(&g));
+	g.sframe_size = ~0ull;
+	EXPECT_EQ(-E2BIG, file_attach(&g));
+
+	/*
+	 * Bytes that cannot be read: the section (in a page without access,
+	 * at 0, or running from a readable page into one), the struct.
+	 */
+	none = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, none);
+	ASSERT_EQ(0, mprotect(none + page, page, PROT_NONE));
+	memcpy(none + page - f.sframe_size, (void *)(uintptr_t)f.sframe_ptr,
+	       f.sframe_size);
+	g = f;
+	g.sframe_ptr = (uintptr_t)none + page;
+	EXPECT_EQ(-EFAULT, file_attach(&g));
+	g.sframe_ptr = 0;
+	EXPECT_EQ(-EFAULT, file_attach(&g));
+	g.sframe_ptr = (uintptr_t)none + page - f.sframe_size;
+	g.sframe_size = f.sframe_size + 1;
+	EXPECT_EQ(-EFAULT, file_attach(&g));
+	EXPECT_EQ(-EFAULT, attach_size(none + page, sizeof(f)));
+	munmap(none, 2 * page);
+
+	/* Functions outside the file's executable segment. */
+	g = f;
+	g.sframe_addr = f.sframe_addr + (1ull << 30);
+	EXPECT_EQ(-ERANGE, file_attach(&g));
+
+	/* Open for writing: here, or by itself. */
+	rw = open(self->lc.path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, rw);
+	EXPECT_EQ(-ETXTBSY, file_attach(&f));
+	g = f;
+	g.fd = rw;
+	EXPECT_EQ(-ETXTBSY, file_attach(&g));
+	close(rw);
+	rw = open(self->lc.path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, rw);
+	EXPECT_EQ(-ETXTBSY, file_attach(&f));
+	close(rw);
+	expect_tables(_metadata, self, 0);
+	/* The writer gone: taken. */
+	EXPECT_EQ(0, file_attach(&f));
+	expect_tables(_metadata, self, 1);
+	EXPECT_EQ(0, file_detach(f.fd));
+
+	/* The machine's budget (this implementation's sysctl, if there). */
+	fd = open(max_path, O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && pread(fd, old, sizeof(old) - 1, 0) > 0) {
+		ASSERT_EQ(0, write_text(max_path, "1"));
+		ret = file_attach(&f);
+		ASSERT_EQ(0, write_text(max_path, old));
+		EXPECT_EQ(-ENOSPC, ret);
+	} else {
+		printf("# no %s: ENOSPC not checked\n", max_path);
+	}
+	if (fd >= 0)
+		close(fd);
+
+	/* None of these left a table. */
+	EXPECT_EQ(-ENOENT, file_detach(f.fd));
+	expect_tables(_metadata, self, 0);
+}
+
+/* A file made from the library's bytes, changed by @patch: ENOEXEC. */
+static long attach_modified(struct lib_copy *lc, const char *name, size_t len,
+			    void (*patch)(char *elf))
+{
+	struct unwind_user_file f = file_of(lc);
+	char path[PATH_MAX], *buf = malloc(lc->elf_len);
+	long ret = -EIO;
+
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, lc->elf, lc->elf_len);
+	if (patch)
+		patch(buf);
+	snprintf(path, sizeof(path), "%s/%s", lc->tmp, name);
+	/* Written, and closed: a writer would make it ETXTBSY. */
+	if (!write_new(path, buf, len)) {
+		f.fd = open(path, O_RDONLY | O_CLOEXEC);
+		ret = f.fd < 0 ? -EIO : file_attach(&f);
+		if (!ret)
+			file_detach(f.fd);
+		if (f.fd >= 0)
+			close(f.fd);
+	}
+	free(buf);
+	return ret;
+}
+
+static Elf64_Phdr *phdr(char *elf, int i)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)elf;
+
+	return (Elf64_Phdr *)(elf + eh->e_phoff) + i;
+}
+
+/* The executable PT_LOAD (@x), or the first other one. */
+static int load_index(char *elf, bool x)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)elf;
+	int i;
+
+	for (i = 0; i < eh->e_phnum; i++)
+		if (phdr(elf, i)->p_type == PT_LOAD &&
+		    !!(phdr(elf, i)->p_flags & PF_X) == x)
+			return i;
+	return 0;
+}
+
+static void elf32(char *elf)
+{
+	elf[EI_CLASS] = ELFCLASS32;
+}
+
+static void big_endian(char *elf)
+{
+	elf[EI_DATA] = ELFDATA2MSB;
+}
+
+static void aarch64(char *elf)
+{
+	((Elf64_Ehdr *)elf)->e_machine = EM_AARCH64;
+}
+
+static void relocatable(char *elf)
+{
+	((Elf64_Ehdr *)elf)->e_type = ET_REL;
+}
+
+static void no_exec_load(char *elf)
+{
+	phdr(elf, load_index(elf, true))->p_flags &= ~PF_X;
+}
+
+static void two_exec_loads(char *elf)
+{
+	phdr(elf, load_index(elf, false))->p_flags |= PF_X;
+}
+
+static void phdrs_past_end(char *elf)
+{
+	((Elf64_Ehdr *)elf)->e_phoff = 1ull << 40;
+}
+
+/* What is not one regular x86-64 ELF64 file with one executable segment. */
+TEST_F(lib, not_elf)
+{
+	static const struct {
+		const char *name;
+		void (*patch)(char *elf);
+		size_t len;	/* or the whole library */
+	} bad[] = {
+		{ "elf32", elf32, 0 },
+		{ "big-endian", big_endian, 0 },
+		{ "aarch64", aarch64, 0 },
+		{ "relocatable", relocatable, 0 },
+		{ "no-exec-load", no_exec_load, 0 },
+		{ "two-exec-loads", two_exec_loads, 0 },
+		{ "phdrs-past-end", phdrs_past_end, 0 },
+		{ "half-ehdr", NULL, sizeof(Elf64_Ehdr) / 2 },
+		{ "ehdr-only", NULL, sizeof(Elf64_Ehdr) },
+	};
+	struct unwind_user_file f = file_of(&self->lc);
+	char path[PATH_MAX];
+	unsigned int i;
+	int p[2];
+
+	/* A text file, an empty one; a directory, a device, a pipe. */
+	snprintf(path, sizeof(path), "%s/text", self->lc.tmp);
+	ASSERT_EQ(0, write_new(path, "not an ELF file\n", 16));
+	f.fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, f.fd);
+	EXPECT_EQ(-ENOEXEC, file_attach(&f));
+	/* A regular file without a table. */
+	EXPECT_EQ(-ENOENT, file_detach(f.fd));
+	close(f.fd);
+	snprintf(path, sizeof(path), "%s/empty", self->lc.tmp);
+	ASSERT_EQ(0, write_new(path, "", 0));
+	f.fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, f.fd);
+	EXPECT_EQ(-ENOEXEC, file_attach(&f));
+	close(f.fd);
+	f.fd = open(self->lc.tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, f.fd);
+	EXPECT_EQ(-ENOEXEC, file_attach(&f));
+	close(f.fd);
+	f.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, f.fd);
+	EXPECT_EQ(-ENOEXEC, file_attach(&f));
+	close(f.fd);
+	ASSERT_EQ(0, pipe2(p, O_CLOEXEC));
+	f.fd = p[0];
+	EXPECT_EQ(-ENOEXEC, file_attach(&f));
+	close(p[0]);
+	close(p[1]);
+
+	/* The library with its headers changed, the section unchanged. */
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		const char *name = bad[i].name;
+		long ret = attach_modified(&self->lc, name,
+					   bad[i].len ?: self->lc.elf_len,
+					   bad[i].patch);
+
+		EXPECT_EQ(-ENOEXEC, ret) TH_LOG("%s", name);
+	}
+	/* And unchanged: taken (the section is right for it). */
+	EXPECT_EQ(0, attach_modified(&self->lc, "unchanged", self->lc.elf_len, NULL));
+	expect_tables(_metadata, self, 0);
+}
+
+static uint32_t get32(const uint8_t *b, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static void put32(uint8_t *b, size_t off, uint32_t v)
+{
+	memcpy(b + off, &v, sizeof(v));
+}
+
+/* The section in @b, @len bytes long: the errno of its attach. */
+static long attach_bytes(const struct lib_copy *lc, const void *b, size_t len)
+{
+	struct unwind_user_file f = file_of(lc);
+	long ret;
+
+	f.sframe_ptr = (uintptr_t)b;
+	f.sframe_size = len;
+	ret = file_attach(&f);
+	if (!ret)
+		file_detach(f.fd);
+	return ret;
+}
+
+/* Malformed sections: refused for what they are, and never a crash. */
+TEST_F(lib, malformed)
+{
+	const uint8_t *sec = self->lc.sec;
+	size_t len = self->lc.len, end, i;
+	unsigned int taken = 0, refused = 0, k;
+	uint8_t *b = malloc(len);
+	long ret;
+
+	ASSERT_NE(NULL, b);
+	ASSERT_GE(len, (size_t)SFH_SIZE);
+	/* Where the section ends by its header. */
+	end = SFH_SIZE + sec[SFH_AUXHDR_LEN] + get32(sec, SFH_FREOFF) +
+	      get32(sec, SFH_FRE_LEN);
+	ASSERT_EQ(len, end);
+	EXPECT_EQ(0, attach_bytes(&self->lc, sec, len));
+
+#define TRY(err, what) do {						\
+		EXPECT_EQ(err, attach_bytes(&self->lc, b, len)) TH_LOG("%s", what); \
+		memcpy(b, sec, len);					\
+	} while (0)
+	memcpy(b, sec, len);
+	b[0] = 0;
+	b[1] = 0;
+	TRY(-EBADMSG, "no magic");
+	b[0] = sec[1];
+	b[1] = sec[0];
+	TRY(-EOPNOTSUPP, "magic of the other byte order");
+	b[SFH_VERSION] = 99;
+	TRY(-EOPNOTSUPP, "version 99");
+	b[SFH_ABI] = 99;
+	TRY(-EOPNOTSUPP, "ABI 99");
+	b[SFH_FLAGS] |= 0x80;
+	TRY(-EBADMSG, "an unknown flag");
+	put32(b, SFH_NUM_FDES, 0x7fffffff);
+	TRY(-EBADMSG, "too many FDEs");
+	put32(b, SFH_NUM_FRES, 0x7fffffff);
+	TRY(-EBADMSG, "too many FREs");
+	put32(b, SFH_FRE_LEN, get32(sec, SFH_FRE_LEN) + 1000);
+	TRY(-EBADMSG, "FRE area past the end");
+	put32(b, SFH_FREOFF, 0xfffffff0);
+	TRY(-EBADMSG, "FRE offset past the end");
+#undef TRY
+	/* Truncated: in the header, in the FDEs, by one byte. */
+	EXPECT_EQ(-EBADMSG, attach_bytes(&self->lc, sec, 1));
+	EXPECT_EQ(-EBADMSG, attach_bytes(&self->lc, sec, SFH_SIZE - 1));
+	EXPECT_EQ(-EBADMSG, attach_bytes(&self->lc, sec, SFH_SIZE + 4));
+	EXPECT_EQ(-EBADMSG, attach_bytes(&self->lc, sec, len / 2));
+	EXPECT_EQ(-EBADMSG, attach_bytes(&self->lc, sec, len - 1));
+
+	/*
+	 * Random bytes changed: whatever the kernel makes of them, a table
+	 * or a refusal for what the section is, never anything else.
+	 */
+	srandom(1);
+	for (k = 0; k < 500; k++) {
+		unsigned int n = 1 + random() % 4;
+
+		memcpy(b, sec, len);
+		while (n--) {
+			i = random() % len;
+			b[i] ^= 1 + random() % 255;
+		}
+		ret = attach_bytes(&self->lc, b, len);
+		if (!ret) {
+			taken++;
+			continue;
+		}
+		refused++;
+		EXPECT_TRUE(ret == -EBADMSG || ret == -EOPNOTSUPP || ret == -ERANGE)
+			TH_LOG("mutation %u: %s", k, strerror(-ret));
+	}
+	printf("# 500 random mutations of the section: %u taken, %u refused\n",
+	       taken, refused);
+	free(b);
+	EXPECT_EQ(-ENOENT, file_detach(self->lc.fd));
+	expect_tables(_metadata, self, 0);
+}
+
+/* Exit statuses of the unprivileged children: which check failed. */
+enum {
+	DROP_FAILED = 10,
+	ATTACH_NOT_EPERM,
+	DETACH_NOT_EPERM,
+	PERFMON_DETACH,
+	PERFMON_ATTACH,
+};
+
+/* This process as uid and gid 65534, with capabilities 32 to 63 @caps_hi. */
+static int drop_to_nobody(uint32_t caps_hi)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2] = {};
+
+	if (caps_hi && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
+		return -1;
+	if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	    setresuid(65534, 65534, 65534))
+		return -1;
+	if (!caps_hi)
+		return 0;
+	data[1].effective = caps_hi;
+	data[1].permitted = caps_hi;
+	return syscall(SYS_capset, &hdr, data);
+}
+
+/*
+ * Another user can neither attach nor detach (EPERM), not even a table
+ * root attached; CAP_PERFMON alone is enough.
+ */
+TEST_F(lib, unprivileged)
+{
+	const struct unwind_user_file f = file_of(&self->lc);
+	int status;
+	pid_t pid;
+
+	if (geteuid())
+		SKIP(return, "not root: no other user to become");
+	ASSERT_EQ(0, file_attach(&f));
+	fflush(stdout);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* The uid change clears the capabilities. */
+		if (drop_to_nobody(0))
+			_exit(DROP_FAILED);
+		if (file_attach(&f) != -EPERM)
+			_exit(ATTACH_NOT_EPERM);
+		if (file_detach(f.fd) != -EPERM)
+			_exit(DETACH_NOT_EPERM);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("status %#x", status);
+	/* Still attached. */
+	expect_tables(_metadata, self, 1);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (drop_to_nobody(1u << (CAP_PERFMON - 32)))
+			_exit(DROP_FAILED);
+		if (file_detach(f.fd))
+			_exit(PERFMON_DETACH);
+		if (file_attach(&f))
+			_exit(PERFMON_ATTACH);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("status %#x", status);
+	EXPECT_EQ(0, file_detach(f.fd));
+	EXPECT_EQ(-ENOENT, file_detach(f.fd));
+	expect_tables(_metadata, self, 0);
+}
+
+/* Detach, attach again; attach again replaces; one table per file. */
+TEST_F(lib, detach_attach_again)
+{
+	const struct unwind_user_file f = file_of(&self->lc);
+	struct unwind_user_file g = f;
+	struct file_info one, now;
+	int fd;
+
+	EXPECT_EQ(-ENOENT, file_detach(f.fd));
+	ASSERT_EQ(0, file_attach(&f));
+	ASSERT_EQ(self->have, query_files(&one));
+	if (self->have) {
+		printf("# libsframe_dl.so's table: %llu bytes\n",
+		       (unsigned long long)(one.file_bytes - self->t0.file_bytes));
+		EXPECT_EQ(self->t0.file_tables + 1, one.file_tables);
+		EXPECT_LT(self->t0.file_bytes, one.file_bytes);
+	}
+	EXPECT_EQ(0, file_detach(f.fd));
+	expect_tables(_metadata, self, 0);
+	EXPECT_EQ(-ENOENT, file_detach(f.fd));
+
+	ASSERT_EQ(0, file_attach(&f));
+	/* Again, and through another open file of the same file: replaced. */
+	ASSERT_EQ(0, file_attach(&f));
+	fd = open(self->lc.path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	g.fd = fd;
+	ASSERT_EQ(0, file_attach(&g));
+	ASSERT_EQ(self->have, query_files(&now));
+	if (self->have) {
+		EXPECT_EQ(one.file_tables, now.file_tables);
+		EXPECT_EQ(one.file_bytes, now.file_bytes);
+	}
+	/* One table for the file, whichever open file names it. */
+	EXPECT_EQ(0, file_detach(fd));
+	EXPECT_EQ(-ENOENT, file_detach(f.fd));
+	close(fd);
+	expect_tables(_metadata, self, 0);
+}
+
+/* More injection points than an attach has. */
+#define MAX_NTH		2000
+
+/*
+ * Attach and detach with the n-th allocation failing, for every n: a
+ * failed attach is ENOMEM and leaves no table; a detach fails cleanly or
+ * succeeds. See sframe_fault_test for fail-nth.
+ */
+TEST_F_TIMEOUT(lib, fault_injection, 120)
+{
+	const struct unwind_user_file f = file_of(&self->lc);
+	unsigned int n, failed = 0;
+	long ret;
+	int err;
+
+	if (getuid())
+		SKIP(return, "needs root for debugfs");
+	err = fault_injection_setup();
+	if (err)
+		SKIP(return, "no fault injection (%s): CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS",
+		     strerror(-err));
+	if (fail_nth_open())
+		SKIP(return, "no /proc/thread-self/fail-nth");
+
+	for (n = 1; n < MAX_NTH; n++) {
+		bool hit;
+
+		ASSERT_EQ(0, fail_nth(n));
+		ret = file_attach(&f);
+		hit = fail_nth_hit();
+		if (!ret) {
+			if (!hit)
+				break;
+			/* A failure the call got over: its table is whole. */
+			ASSERT_EQ(0, file_detach(f.fd));
+			continue;
+		}
+		ASSERT_TRUE(hit) TH_LOG("attach: %s without a failure", strerror(-ret));
+		ASSERT_EQ(-ENOMEM, ret) TH_LOG("attach, allocation %u failing", n);
+		ASSERT_EQ(-ENOENT, file_detach(f.fd))
+			TH_LOG("a table after a failed attach (%u)", n);
+		expect_tables(_metadata, self, 0);
+		failed++;
+	}
+	printf("# attach: %u injection points, %u failed cleanly\n", n - 1, failed);
+	ASSERT_LT(n, (unsigned int)MAX_NTH);
+	EXPECT_GT(failed, 0u);
+	expect_tables(_metadata, self, 1);
+
+	for (n = 1; n < MAX_NTH; n++) {
+		bool hit;
+
+		ASSERT_EQ(0, fail_nth(n));
+		ret = file_detach(f.fd);
+		hit = fail_nth_hit();
+		if (ret) {
+			ASSERT_TRUE(hit) TH_LOG("detach: %s without a failure", strerror(-ret));
+			ASSERT_EQ(-ENOMEM, ret);
+			expect_tables(_metadata, self, 1);
+			continue;
+		}
+		expect_tables(_metadata, self, 0);
+		if (!hit)
+			break;
+		ASSERT_EQ(0, file_attach(&f));
+	}
+	printf("# detach: %u injection points\n", n - 1);
+	ASSERT_LT(n, (unsigned int)MAX_NTH);
+	fail_nth_close();
+	/* And usable as ever. */
+	EXPECT_EQ(-ENOENT, file_detach(f.fd));
+	EXPECT_EQ(0, file_attach(&f));
+	EXPECT_EQ(0, file_detach(f.fd));
+	expect_tables(_metadata, self, 0);
+}
+
+/* The copy changed after its table was made: the table must not be used. */
+
+FIXTURE(stale) {
+	struct lib_copy lc;
+	int have;
+};
+
+enum change { REWRITE, TRUNCATE, WRITE_BYTE, RENAME };
+
+FIXTURE_VARIANT(stale) {
+	enum change change;
+};
+
+/* Opened with O_TRUNC and written again, the same bytes. */
+FIXTURE_VARIANT_ADD(stale, rewritten) { .change = REWRITE };
+/* Truncated to nothing, then the same bytes written again. */
+FIXTURE_VARIANT_ADD(stale, truncated) { .change = TRUNCATE };
+/* One byte written in place, the one it was. */
+FIXTURE_VARIANT_ADD(stale, byte_written) { .change = WRITE_BYTE };
+/* Another file (the same bytes) renamed over it. */
+FIXTURE_VARIANT_ADD(stale, renamed_over) { .change = RENAME };
+
+FIXTURE_SETUP(stale)
+{
+	const char *why = file_ops_missing();
+	struct file_info t;
+	int ret;
+
+	self->lc.fd = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	ret = lib_copy_init(&self->lc);
+	if (ret)
+		lib_copy_fini(&self->lc);
+	if (ret == 1)
+		SKIP(return, "no libsframe_dl.so next to this program");
+	ASSERT_EQ(0, ret) TH_LOG("copy of libsframe_dl.so: %s", strerror(errno));
+	self->have = query_files(&t);
+	ASSERT_LE(0, self->have);
+}
+
+FIXTURE_TEARDOWN(stale)
+{
+	lib_copy_fini(&self->lc);
+}
+
+/* Change the copy at @path, bytes @elf: 0 or -1. */
+static int change_file(enum change how, const char *path, const char *tmp,
+		       const char *elf, size_t len)
+{
+	char other[PATH_MAX];
+	int fd = -1, ret = -1;
+
+	switch (how) {
+	case REWRITE:
+		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		if (fd >= 0)
+			ret = write(fd, elf, len) == (ssize_t)len ? 0 : -1;
+		break;
+	case TRUNCATE:
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0 && !ftruncate(fd, 0))
+			ret = pwrite(fd, elf, len, 0) == (ssize_t)len ? 0 : -1;
+		break;
+	case WRITE_BYTE:
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0)
+			ret = pwrite(fd, elf + len / 2, 1, len / 2) == 1 ? 0 : -1;
+		break;
+	case RENAME:
+		snprintf(other, sizeof(other), "%s/new.so", tmp);
+		if (write_new(other, elf, len) || rename(other, path))
+			return -1;
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* One child's rounds with the library: a first, then the one measured. */
+static int lib_rounds(const char *lib, struct result *first, struct result *r)
+{
+	struct child c;
+	int status, ret;
+
+	if (child_start(&c, lib))
+		return -1;
+	ret = child_run(&c, 'd', 300, first) || child_run(&c, 'd', 500, r) ? -1 : 0;
+	status = child_stop(&c);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("# child status %#x\n", status);
+		ret = -1;
+	}
+	return ret;
+}
+
+TEST_F_TIMEOUT(stale, not_used, 120)
+{
+	const struct unwind_user_file f = file_of(&self->lc);
+	struct file_info t0, t1, t2;
+	struct result first, r;
+	long ret;
+
+	ASSERT_EQ(self->have, query_files(&t0));
+	ASSERT_EQ(0, file_attach(&f));
+
+	/*
+	 * The table as made: a child gets it at its first walk that may
+	 * sleep through the library (a sample in spin_cb's system call),
+	 * and every stack through the library is complete.
+	 */
+	ASSERT_EQ(0, lib_rounds(self->lc.path, &first, &r));
+	print_dl("with the table, first round", &first);
+	print_dl("with the table", &r);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+	EXPECT_EQ(first.before.nr_sections + 1, r.after.nr_sections);
+	EXPECT_EQ(first.before.errors, r.after.errors);
+
+	/* The file changed; a new child maps it. */
+	ASSERT_EQ(0, change_file(variant->change, self->lc.path, self->lc.tmp,
+				 self->lc.elf, self->lc.elf_len));
+	ASSERT_EQ(self->have, query_files(&t1));
+	ASSERT_EQ(0, lib_rounds(self->lc.path, &first, &r));
+	ASSERT_EQ(self->have, query_files(&t2));
+	print_dl("changed, first round", &first);
+	print_dl("changed", &r);
+	if (self->have)
+		printf("# file tables: %llu before the attach, %llu after the change, %llu after the child\n",
+		       (unsigned long long)t0.file_tables,
+		       (unsigned long long)t1.file_tables,
+		       (unsigned long long)t2.file_tables);
+	/*
+	 * Not attached: nothing registered in the child, and its stacks
+	 * through the library are the frame-pointer rule's, mostly wrong
+	 * (code built without frame pointers), as with no table at all.
+	 */
+	EXPECT_EQ(first.before.nr_sections, r.after.nr_sections);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_LT(r.lib_complete * 4, r.in_lib);
+	EXPECT_EQ(first.before.errors, r.after.errors);
+	if (self->have)
+		EXPECT_GE(t0.file_tables + 1, t2.file_tables);
+
+	/*
+	 * The table of the file that was renamed over is still there (that
+	 * file has not changed); one of a file changed in place may have
+	 * been dropped already.
+	 */
+	ret = file_detach(self->lc.fd);
+	if (variant->change == RENAME) {
+		EXPECT_EQ(0, ret);
+	} else {
+		EXPECT_TRUE(!ret || ret == -ENOENT) TH_LOG("detach: %s", strerror(-ret));
+	}
+}
+
+int main(int argc, char **argv)
+{
+	/* A call, not a jump: main stays on the children's stacks. */
+	if (argc >= 4 && !strcmp(argv[1], CHILD_ARG))
+		exit(child_main(argc, argv));
+	return test_harness_run(argc, argv);
+}
