@@ -190,7 +190,12 @@ impl FileTable {
 /// The registration of a file's section (`sframe_len` bytes, relative to
 /// `sframe_addr` at link time) for `m`, a mapping of the file, if `m` maps
 /// all of its `text`.
-fn section_in(text: &TextSegment, sframe_addr: u64, sframe_len: u32, m: &FileMapping) -> Option<Section> {
+fn section_in(
+    text: &TextSegment,
+    sframe_addr: u64,
+    sframe_len: u32,
+    m: &FileMapping,
+) -> Option<Section> {
     let into = text.offset.checked_sub(m.offset)?;
     let start = (m.start as u64).checked_add(into)?;
     let end = start.checked_add(text.size)?;
@@ -213,7 +218,9 @@ fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
     let mut pos = i64::try_from(pos).map_err(|_| enoexec())?;
     // SAFETY: `file` is a live file; `buf` is valid for writes of its
     // length. `kernel_read()` checks that the file was opened for reading.
-    let n = unsafe { bindings::kernel_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut pos) };
+    let n = unsafe {
+        bindings::kernel_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut pos)
+    };
     match usize::try_from(n) {
         Ok(n) if n == buf.len() => Ok(()),
         Ok(_) => Err(enoexec()),
@@ -454,7 +461,9 @@ pub(crate) fn detach(fd: i32) -> Result {
 /// The table of the file with inode `inode`, if it has one.
 fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
     let files = FILES.lock();
-    let i = files.binary_search_by_key(&(inode as usize), |t| t.key()).ok()?;
+    let i = files
+        .binary_search_by_key(&(inode as usize), |t| t.key())
+        .ok()?;
     files.get(i).cloned()
 }
 
@@ -516,7 +525,7 @@ mod tests {
         let b = [1u8, 0, 2, 0, 0, 0, 0, 0, 3];
         assert_eq!(u16_at(&b, 0), Some(1));
         assert_eq!(u32_at(&b, 2), Some(2));
-        assert_eq!(u64_at(&b, 1), Some(0x0300_0000_0000_0000));
+        assert_eq!(u64_at(&b, 1), Some(0x0300_0000_0000_0200));
         // Past the end, or an offset that wraps: no value, no panic.
         assert_eq!(u64_at(&b, 2), None);
         assert_eq!(u16_at(&b, usize::MAX), None);
@@ -537,11 +546,18 @@ mod tests {
         };
         let section = |text| section_in(&text, 0, 64, &m);
         let s = section(text);
-        assert_eq!(s.map(|s| (s.text_start, s.text_end)), Some((0x7f00_0000_1000, 0x7f00_0000_8000)));
+        assert_eq!(
+            s.map(|s| (s.text_start, s.text_end)),
+            Some((0x7f00_0000_1000, 0x7f00_0000_8000))
+        );
         // Addresses relative to 0 at link time: the load bias.
         assert_eq!(s.map(|s| s.sframe_addr), Some(0x7f00_0000_1000 - 0x21000));
         // Text past the mapping's end, or before its start: not described.
-        assert!(section(TextSegment { size: 0x9000, ..text }).is_none());
+        assert!(section(TextSegment {
+            size: 0x9000,
+            ..text
+        })
+        .is_none());
         assert!(section(TextSegment { offset: 0, ..text }).is_none());
     }
 }

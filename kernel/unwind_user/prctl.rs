@@ -60,7 +60,9 @@ uapi_structs! {
         nofault_frames, nofault_faults, cached_frames, section_reads, section_bytes,
         file_tables, file_bytes
     } = UNWIND_USER_INFO_SIZE_VER3;
-    unwind_user_file { fd, flags, sframe_ptr, sframe_size, sframe_addr } = UNWIND_USER_FILE_SIZE_VER0;
+    unwind_user_file {
+        fd, flags, sframe_ptr, sframe_size, sframe_addr
+    } = UNWIND_USER_FILE_SIZE_VER0;
     unwind_user_assist { signo, max_entries, timeout_ms, flags } = UNWIND_USER_ASSIST_SIZE_VER0;
     unwind_user_assist_frames { cookie, entries, nr, flags } = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0;
 }

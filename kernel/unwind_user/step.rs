@@ -390,12 +390,15 @@ fn lookup_step(
     // Code no registration covers may be a file's whose table is not
     // attached to this address space yet: a walk that may sleep attaches
     // it, once; a miss is cached below as for any other.
+    // Set when only a walk that may sleep can say whether a file's table
+    // describes `pc`: this walk then caches nothing for it.
+    let mut attach_later = false;
     if lookup.found.is_none() && file_table::any() {
         if state.nofault {
-            // Only a walk that may sleep attaches: the deferred unwind
-            // may describe this frame. Once it has cached the PC, this
-            // path is not taken again.
+            // The deferred unwind may attach one and describe this frame;
+            // once it has cached the PC, this path is not taken again.
             state.incomplete = true;
+            attach_later = true;
         } else if file_table::attach_current(pc) {
             lookup = mm.lookup(pc);
         }
@@ -464,11 +467,13 @@ fn lookup_step(
             // frame-pointer rule that reads it again (fp_ra_in_code()).
             let in_code =
                 found.is_some() || (adj && !state.nofault && in_executable_mapping(state.ip));
-            remember(if in_code {
-                Cached::FramePointerInCode
-            } else {
-                Cached::FramePointer
-            });
+            if !attach_later {
+                remember(if in_code {
+                    Cached::FramePointerInCode
+                } else {
+                    Cached::FramePointer
+                });
+            }
             bump(&mut state.sframe_fallbacks);
             Err(ENOENT)
         }

@@ -224,13 +224,15 @@ TEST(query)
 TEST(bad_op_and_args)
 {
 	static const unsigned long bad_ops[] = {
-		0, 6, 7, 0xff, 0x100, 0x80000001ul, ~0ul,
+		0, 8, 9, 0xff, 0x100, 0x80000001ul, ~0ul,
 		/* Known ops with high bits: must not alias the low 32. */
 		(1ul << 32) | UNWIND_USER_SFRAME_REGISTER,
 		(1ul << 32) | UNWIND_USER_SFRAME_UNREGISTER,
 		(1ul << 32) | UNWIND_USER_QUERY,
 		(1ul << 32) | UNWIND_USER_ASSIST_ENABLE,
 		(1ul << 32) | UNWIND_USER_ASSIST_SUBMIT,
+		(1ul << 32) | UNWIND_USER_FILE_ATTACH,
+		(1ul << 32) | UNWIND_USER_FILE_DETACH,
 	};
 	struct unwind_user_info info;
 	struct window w;
