@@ -33,12 +33,14 @@ long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 int unwind_user_assist_signal(unsigned int *timeout_ms);
 
 /* kernel/unwind_user/files.c: C glue of the per-file tables. */
+struct file;
 struct inode;
 extern unsigned long unwind_user_file_bytes_max;
 void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
 bool unwind_user_inode_open_for_write(const struct inode *inode);
 bool unwind_user_pagefault_disabled(void);
+const struct inode *unwind_user_file_inode(const struct file *file);
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
 

@@ -13,25 +13,29 @@
 //! the mapping's load bias ([`attach_at`]), as a registration whose rows
 //! are read from kernel memory (never a user read, at NMI time neither).
 //!
-//! A table is keyed by the file's inode, of which it holds a reference,
-//! and stamped with the inode's size, mtime and ctime when it was built: a
+//! A table is keyed by the file's inode (the one user space sees: an
+//! overlayfs file's, not its layer's) and holds a reference to the file
+//! it was attached with, as an open file descriptor would (the file system
+//! cannot be unmounted under it), and is stamped with the inode's size, mtime and ctime when it was built: a
 //! file open for writing is refused, and a table whose file changed since
 //! (rewritten in place, truncated) is dropped instead of attached. Their
 //! memory is charged to the memory cgroup of the agent that attached them,
-//! and bounded machine-wide by `kernel.unwind_user_file_bytes_max`.
+//! and bounded machine-wide by `kernel.unwind_user_file_bytes_max`, until
+//! it is freed: a table detached or replaced counts as long as an address
+//! space still uses it.
 
 use crate::{
     mm::{self, FileMapping},
     register,
     registry::{gfp, Fdes, Section, MAX_SECTION_SIZE},
 };
-use core::{pin::Pin, ptr::NonNull};
+use core::pin::Pin;
 use kernel::{
     alloc::{KVVec, KVec},
     bindings,
-    error::code::{E2BIG, EBADF, EINVAL, ENOENT, ENOSPC, EPERM, ETXTBSY},
+    error::code::{E2BIG, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSPC, EPERM, ETXTBSY},
     ffi::c_int,
-    fs::LocalFile,
+    fs::{File, LocalFile},
     global_lock,
     mm::MmWithUser,
     prelude::*,
@@ -66,8 +70,32 @@ pub(crate) unsafe fn init() {
 
 /// How many tables [`FILES`] holds, readable without its lock.
 static NR_TABLES: Atomic<u64> = Atomic::new(0);
-/// Bytes of kernel memory they hold.
+/// Bytes of kernel memory the file tables hold, those of [`FILES`] and
+/// those detached or replaced that an address space still uses.
 static TABLE_BYTES: Atomic<u64> = Atomic::new(0);
+
+/// Counts `n` more bytes of file tables; `ENOSPC` past the budget.
+pub(crate) fn charge(n: usize) -> Result {
+    // SAFETY: A plain `unsigned long` the sysctl writes; a torn read is
+    // impossible for an aligned word.
+    let max = unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_max) };
+    let mut cur = TABLE_BYTES.load(Relaxed);
+    loop {
+        let new = cur
+            .checked_add(n as u64)
+            .filter(|&t| t <= max as u64)
+            .ok_or(ENOSPC)?;
+        match TABLE_BYTES.cmpxchg(cur, new, Relaxed) {
+            Ok(_) => return Ok(()),
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Gives back `n` bytes [`charge`] counted. Lock-free, in any context.
+pub(crate) fn uncharge(n: usize) {
+    TABLE_BYTES.fetch_sub(n as u64, Relaxed);
+}
 /// Advanced on every change of [`FILES`]: a registry whose rule cache was
 /// filled before may have cached a newly attached file's PCs as no
 /// section's.
@@ -140,14 +168,12 @@ impl Stamp {
 
 /// The SFrame table of one file.
 ///
-/// # Invariants
-///
-/// `inode` is live: the table holds a reference to it (`ihold()`),
-/// dropped with `iput()`. A table is dropped in process context only: it
+/// A table is dropped in process context only, where `fput()` may run: it
 /// lives in [`FILES`] and in the locals of task-context functions
 /// (registrations share its [`Fdes`], not the table).
 pub(crate) struct FileTable {
-    inode: NonNull<bindings::inode>,
+    /// The file the table was attached with: it keeps the inode live.
+    file: ARef<File>,
     stamp: Stamp,
     text: TextSegment,
     /// The link-time address the section's own addresses are relative to.
@@ -156,29 +182,15 @@ pub(crate) struct FileTable {
     fdes: Arc<Fdes>,
 }
 
-// SAFETY: The inode is a reference-counted kernel object that any thread
-// may read and `iput()`; the rest is owned data.
-unsafe impl Send for FileTable {}
-// SAFETY: Shared references only read.
-unsafe impl Sync for FileTable {}
-
-impl Drop for FileTable {
-    fn drop(&mut self) {
-        // SAFETY: The reference taken when the table was made (type
-        // invariant); dropped in process context, where `iput()` may sleep.
-        unsafe { bindings::iput(self.inode.as_ptr()) };
-    }
-}
-
 impl FileTable {
     fn key(&self) -> usize {
-        self.inode.as_ptr() as usize
+        inode_of(&self.file) as usize
     }
 
     /// Has the file changed since the table was built?
     fn stale(&self) -> bool {
-        // SAFETY: The table holds a reference to the inode.
-        unsafe { Stamp::of(self.inode.as_ptr()) != self.stamp }
+        // SAFETY: The table's file keeps its inode live.
+        unsafe { Stamp::of(inode_of(&self.file)) != self.stamp }
     }
 
     /// The registration of this table for `m`, a mapping of its file.
@@ -322,10 +334,11 @@ fn regular_file(fd: i32) -> Result<ARef<LocalFile>> {
     Ok(file)
 }
 
-/// The inode of `file`.
-fn inode_of(file: &LocalFile) -> NonNull<bindings::inode> {
-    // SAFETY: As in `regular_file()`; a file's inode is never null.
-    unsafe { NonNull::new_unchecked((*file.as_ptr()).f_inode) }
+/// The inode of `file` that user space sees (an overlayfs file's, as
+/// [`FileMapping`] has it); live as long as the file.
+fn inode_of(file: &LocalFile) -> *const bindings::inode {
+    // SAFETY: `file` is live for the call.
+    unsafe { bindings::unwind_user_file_inode(file.as_ptr()) }
 }
 
 /// `UNWIND_USER_FILE_ATTACH`: builds the table of the file `u.fd` from the
@@ -340,15 +353,13 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     }
     let file = regular_file(u.fd)?;
     let inode = inode_of(&file);
-    // SAFETY: The file holds a reference to its inode.
-    let open_for_write = |i: NonNull<bindings::inode>| unsafe {
-        bindings::unwind_user_inode_open_for_write(i.as_ptr())
-    };
-    if open_for_write(inode) {
+    // SAFETY: The file keeps its inode live.
+    let open_for_write = || unsafe { bindings::unwind_user_inode_open_for_write(inode) };
+    if open_for_write() {
         return Err(ETXTBSY);
     }
     // SAFETY: As above.
-    let stamp = unsafe { Stamp::of(inode.as_ptr()) };
+    let stamp = unsafe { Stamp::of(inode) };
     let text = text_segment(&file)?;
 
     let len = usize::try_from(u.sframe_size).map_err(|_| E2BIG)?;
@@ -368,18 +379,19 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     };
     let fdes = register::validate(&s, &bytes[..])?
         .with_section(bytes)
+        .charge_files()?
         .shared()?;
     // SAFETY: As above.
-    if open_for_write(inode) || unsafe { Stamp::of(inode.as_ptr()) } != stamp {
+    if open_for_write() || unsafe { Stamp::of(inode) } != stamp {
         // Written to while the program headers were read.
         return Err(ETXTBSY);
     }
-    // SAFETY: `inode` is live (the file holds a reference); the table's
-    // reference is dropped by `FileTable::drop`.
-    unsafe { bindings::ihold(inode.as_ptr()) };
+    // SAFETY: `fget()` in this system call; prctl() takes no
+    // `fdget_pos()`.
+    let file = unsafe { LocalFile::assume_no_fdget_pos(file) };
     let table = Arc::new(
         FileTable {
-            inode,
+            file,
             stamp,
             text,
             sframe_addr: u.sframe_addr,
@@ -389,30 +401,15 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         gfp(),
     )?;
     let old = insert(table)?;
-    // Dropped out of the lock: `iput()` may sleep and write the inode.
+    // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
     Ok(())
 }
 
-/// Makes `table` its file's table, within the machine's budget; returns
-/// the table it replaces.
+/// Makes `table` its file's table; returns the table it replaces.
 fn insert(table: Arc<FileTable>) -> Result<Option<Arc<FileTable>>> {
-    let max = {
-        // SAFETY: A plain `unsigned long` the sysctl writes; a torn read
-        // is impossible for an aligned word.
-        unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_max) }
-    };
-    let cost = table.fdes.bytes() as u64;
     let mut files = FILES.lock();
     let at = files.binary_search_by_key(&table.key(), |t| t.key());
-    let freed = at
-        .ok()
-        .and_then(|i| files.get(i))
-        .map_or(0, |t| t.fdes.bytes() as u64);
-    let total = TABLE_BYTES.load(Relaxed).saturating_sub(freed);
-    if total.saturating_add(cost) > max as u64 {
-        return Err(ENOSPC);
-    }
     let old = match at {
         Ok(i) => Some(core::mem::replace(files.get_mut(i).ok_or(EINVAL)?, table)),
         Err(i) => {
@@ -421,7 +418,6 @@ fn insert(table: Arc<FileTable>) -> Result<Option<Arc<FileTable>>> {
             None
         }
     };
-    TABLE_BYTES.store(total + cost, Relaxed);
     NR_TABLES.store(files.len() as u64, Relaxed);
     GEN.add(1, Relaxed);
     Ok(old)
@@ -437,12 +433,6 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
         return None;
     }
     let old = files.remove(i).ok()?;
-    TABLE_BYTES.store(
-        TABLE_BYTES
-            .load(Relaxed)
-            .saturating_sub(old.fdes.bytes() as u64),
-        Relaxed,
-    );
     NR_TABLES.store(files.len() as u64, Relaxed);
     GEN.add(1, Relaxed);
     Some(old)
@@ -453,7 +443,7 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
 pub(crate) fn detach(fd: i32) -> Result {
     privileged()?;
     let file = regular_file(fd)?;
-    let old = remove(inode_of(&file).as_ptr() as usize, None).ok_or(ENOENT)?;
+    let old = remove(inode_of(&file) as usize, None).ok_or(ENOENT)?;
     drop(old);
     Ok(())
 }
@@ -467,47 +457,67 @@ fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
     files.get(i).cloned()
 }
 
+/// What [`attach_at`] did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Attach {
+    /// A file's table describes the PC now.
+    Attached,
+    /// No table describes the PC: none for the file, or one that does not
+    /// fit this mapping or this address space. A walk may cache that.
+    None,
+    /// Not now (out of memory, a fatal signal, the mapping or the tables
+    /// changed meanwhile): a later walk may attach it. Nothing to cache.
+    Later,
+}
+
 /// Attaches to `mm`, the current task's address space, the table of the
 /// file mapped executable at `pc`, if it has one and nothing is
-/// registered there; returns whether it did. In task context, where the
-/// walk may sleep: takes the mmap locks.
-pub(crate) fn attach_at(mm: &MmWithUser, pc: usize) -> bool {
+/// registered there. In task context, where the walk may sleep: takes the
+/// mmap locks and the tables' mutex, never nested.
+pub(crate) fn attach_at(mm: &MmWithUser, pc: usize) -> Attach {
     if !any() {
-        return false;
+        return Attach::None;
     }
     let mapping = {
         let mmap = mm.mmap_read_lock();
         let Some(m) = mmap.vma_lookup(pc).and_then(FileMapping::of) else {
-            return false;
+            return Attach::None;
         };
         m
     };
     // Compared as a value only: a table's inode is live, and the write
     // lock below checks the mapping again.
+    let files_gen = gen();
     let Some(table) = find(mapping.inode) else {
-        return false;
+        return Attach::None;
     };
     if table.stale() {
         drop(remove(table.key(), Some(&table)));
-        return false;
+        return Attach::None;
     }
     let Some(s) = table.section_in(&mapping) else {
-        return false;
+        return Attach::None;
     };
     let added = mm::with_locked(mm, |l| {
-        // The same mapping of the same file as under the read lock.
-        if l.exec_file_mapping(pc) != Some(mapping) {
-            return Err(ENOENT);
+        // The same mapping of the same file as under the read lock, and
+        // still its current, unchanged table.
+        if l.exec_file_mapping(pc) != Some(mapping) || gen() != files_gen || table.stale() {
+            return Err(EAGAIN);
         }
         l.registry_or_create()?.add(s, table.fdes.clone())
     });
-    added.is_ok()
+    match added {
+        Ok(()) => Attach::Attached,
+        // Another registration there, or the address space's limits.
+        Err(e) if e == EEXIST || e == ENOSPC => Attach::None,
+        Err(_) => Attach::Later,
+    }
 }
 
 /// [`attach_at`] for the current task.
-pub(crate) fn attach_current(pc: usize) -> bool {
+pub(crate) fn attach_current(pc: usize) -> Attach {
     let task = kernel::current!();
-    task.mm().is_some_and(|mm| attach_at(mm, pc))
+    task.mm().map_or(Attach::None, |mm| attach_at(mm, pc))
 }
 
 /// Creates the registry of `mm`, the current task's, where a walk that may

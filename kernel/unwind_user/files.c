@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * C glue of the per-file SFrame tables (file_table.rs), for what the Rust
- * abstractions do not offer: a sysctl, an initcall, and three static
+ * abstractions do not offer: a sysctl, an initcall, and four static
  * inline functions of the C headers that bindgen cannot call.
  */
 #include <linux/capability.h>
@@ -44,6 +44,11 @@ bool unwind_user_perfmon_capable(void)
 bool unwind_user_inode_open_for_write(const struct inode *inode)
 {
 	return inode_is_open_for_write(inode);
+}
+
+const struct inode *unwind_user_file_inode(const struct file *file)
+{
+	return file_user_inode(file);
 }
 
 bool unwind_user_pagefault_disabled(void)

@@ -129,9 +129,9 @@ impl FileMapping {
             return None;
         }
         // SAFETY: A VMA holds a reference to its file for as long as it
-        // maps it; `f_inode` is set when the file is opened and never
-        // changes.
-        let inode = unsafe { (*file).f_inode }.cast_const();
+        // maps it. The inode is the one user space sees, as in
+        // /proc/PID/maps: overlayfs maps the file of the layer below.
+        let inode = unsafe { bindings::unwind_user_file_inode(file) };
         Some(FileMapping {
             start: vma.start(),
             end: vma.end(),

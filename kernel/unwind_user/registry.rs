@@ -120,6 +120,19 @@ pub(crate) struct Fdes {
     marks: KVVec<FreMark>,
     /// The section itself, for a file's table (`file_table.rs`).
     section: Option<KVVec<u8>>,
+    /// Bytes counted against the machine's budget of file tables while the
+    /// table lives, wherever it is shared.
+    charged: usize,
+}
+
+impl Drop for Fdes {
+    /// Gives a file's table's bytes back to the budget: in any context
+    /// (the last registration may go in an RCU callback).
+    fn drop(&mut self) {
+        if self.charged != 0 {
+            crate::file_table::uncharge(self.charged);
+        }
+    }
 }
 
 impl Fdes {
@@ -136,6 +149,7 @@ impl Fdes {
             packed,
             marks,
             section: None,
+            charged: 0,
         }
     }
 
@@ -149,11 +163,18 @@ impl Fdes {
     }
 
     /// The table, keeping `section`, the bytes it was validated from.
-    pub(crate) fn with_section(self, section: KVVec<u8>) -> Fdes {
-        Fdes {
-            section: Some(section),
-            ..self
-        }
+    pub(crate) fn with_section(mut self, section: KVVec<u8>) -> Fdes {
+        self.section = Some(section);
+        self
+    }
+
+    /// The table, its bytes counted against the machine's budget of file
+    /// tables until it is freed; `ENOSPC` past the budget.
+    pub(crate) fn charge_files(mut self) -> Result<Fdes> {
+        let n = self.bytes();
+        crate::file_table::charge(n)?;
+        self.charged = n;
+        Ok(self)
     }
 
     /// The table, to be shared by registrations.

@@ -390,8 +390,8 @@ fn lookup_step(
     // Code no registration covers may be a file's whose table is not
     // attached to this address space yet: a walk that may sleep attaches
     // it, once; a miss is cached below as for any other.
-    // Set when only a walk that may sleep can say whether a file's table
-    // describes `pc`: this walk then caches nothing for it.
+    // Set when only a later walk, one that may sleep, can say whether a
+    // file's table describes `pc`: this walk then caches nothing for it.
     let mut attach_later = false;
     if lookup.found.is_none() && file_table::any() {
         if state.nofault {
@@ -399,8 +399,12 @@ fn lookup_step(
             // once it has cached the PC, this path is not taken again.
             state.incomplete = true;
             attach_later = true;
-        } else if file_table::attach_current(pc) {
-            lookup = mm.lookup(pc);
+        } else {
+            match file_table::attach_current(pc) {
+                file_table::Attach::Attached => lookup = mm.lookup(pc),
+                file_table::Attach::Later => attach_later = true,
+                file_table::Attach::None => {}
+            }
         }
     }
     // A walk that meets a newer generation goes on with it: its rules are

@@ -747,6 +747,12 @@ static int run_child_opts(const char *name, enum mode mode,
 		 */
 		unsetenv("LD_AUDIT");
 		unsetenv("LD_PRELOAD");
+		/*
+		 * Symbols bound before main: a sample in lazy binding (an
+		 * IFUNC resolver in libc called from ld.so's _dl_fixup) is
+		 * neither the workload's nor libc's stack.
+		 */
+		setenv("LD_BIND_NOW", "1", 1);
 		if (mode != NO_AUDIT) {
 			if (mode == MODULE_BY_HAND)
 				setenv("UNWIND_USER_AUDIT", audit_so, 1);
