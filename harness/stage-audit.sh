@@ -23,3 +23,5 @@ mkdir -p "$DIR"
 make -s -C "$REPO/tools/unwind_user/audit" OUTPUT="$DIR/" KHDR_INCLUDES="$KHDR"
 (cd "$REPO/tools/unwind_user/sframe_synth" && cargo build --release -q)
 "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" --cache "$DIR/sframe-cache" "$@"
+# The agent itself, for sframe_file_test's run of sframe-synth attach --running.
+cp "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" "$DIR/"

@@ -1172,6 +1172,81 @@ TEST_F_TIMEOUT(libc, already_running, 120)
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
 }
 
+/*
+ * The agent as an administrator runs it: sframe-synth attach --running
+ * (staged next to this program by harness/stage-audit.sh) attaches a
+ * section to every file any process maps executable, this test's child
+ * among them, already running. Every file it attached is detached again
+ * before anything is checked: the tests after this one expect no table.
+ */
+TEST_F_TIMEOUT(libc, agent_running, 180)
+{
+	enum { MAX_FILES = 256 };
+	char cmd[PATH_MAX + 64], line[PATH_MAX + 128];
+	static char paths[MAX_FILES][PATH_MAX];
+	unsigned int attached = 0, detached = 0, i;
+	struct result before, prime, after = {};
+	bool libc_attached = false;
+	struct child c;
+	int status, rc;
+	FILE *out;
+
+	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
+	if (access(cmd, X_OK))
+		SKIP(return, "no sframe-synth next to this program");
+	ASSERT_EQ(0, child_start(&c, NULL));
+	ASSERT_EQ(0, child_run(&c, 'q', 500, &before));
+	print_result("qsort before the agent", &before);
+
+	snprintf(cmd, sizeof(cmd), "%s/sframe-synth attach --running", here);
+	out = popen(cmd, "r");
+	ASSERT_NE(NULL, out);
+	while (fgets(line, sizeof(line), out)) {
+		char *path = line + strlen("attached "), *end;
+
+		if (strncmp(line, "attached ", strlen("attached ")))
+			continue;
+		end = strstr(path, " (");
+		if (!end || end - path >= PATH_MAX || attached == MAX_FILES)
+			continue;
+		*end = 0;
+		libc_attached |= !strcmp(path, self->path);
+		memcpy(paths[attached++], path, end - path + 1);
+	}
+	rc = pclose(out);
+	printf("# sframe-synth attach --running: %u attached, exit %d\n", attached,
+	       WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+
+	if (libc_attached) {
+		/* A walk that may sleep in libc, then perf's samples. */
+		child_run(&c, 'p', 200, &prime);
+		child_run(&c, 'q', 1000, &after);
+		print_result("qsort after the agent", &after);
+	}
+	status = child_stop(&c);
+
+	/* Every file the agent attached, detached again, checks or not. */
+	for (i = 0; i < attached; i++) {
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			detached += !file_detach(fd);
+			close(fd);
+		}
+	}
+	printf("# detached %u of them\n", detached);
+
+	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
+	ASSERT_TRUE(libc_attached) TH_LOG("the agent did not attach %s", self->path);
+	EXPECT_EQ(attached, detached);
+	EXPECT_LT(before.complete * 2, before.in_work);
+	ASSERT_GE(after.in_work, 20u);
+	EXPECT_EQ(after.in_work, after.complete);
+	EXPECT_EQ(0u, after.implausible);
+	EXPECT_EQ(before.before.errors, after.after.errors);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+}
+
 TEST_F_TIMEOUT(libc, shared, 120)
 {
 	struct file_info t0, t1, t2, t3;
