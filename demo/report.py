@@ -135,13 +135,16 @@ def py_right(names):
 # runs JSONEncoder.encode.
 PY_JSON_DSO = re.compile(r'/_json\.cpython[^/]*\.so$')
 PY_JSON_CALLERS = {'JSONEncoder.iterencode', 'JSONEncoder.encode'}
+# An allocation that runs the garbage collector, which may free an encoder
+# (its deallocation in json's DSO) below whatever Python code allocated.
+PY_GC_ALLOCS = {'PyType_GenericAlloc', '_PyObject_GC_New', '_PyObject_GC_NewVar'}
 
 
 def py_misplaced(sample):
     """Whether Python frames are named in @sample at a wrong depth: a loop
     frame left in a spliced stack (every one is replaced by its run), or
     json's C encoder not between the functions that call it (or free it) and
-    that it calls."""
+    that it calls, unless a collection run by an allocation frees it."""
     frames = sample[1]
     if any(sym == PY_LOOP for sym, _ in frames):
         return True
@@ -155,6 +158,9 @@ def py_misplaced(sample):
             continue
         inner = [q for k, (q, _) in py if k < i]
         outer = [q for k, (q, _) in py if k > i]
+        first_outer = next((k for k, _ in py if k > i), len(frames))
+        if any(sym in PY_GC_ALLOCS for sym, _ in frames[i + 1:first_outer]):
+            continue
         if not outer or outer[0] not in PY_JSON_CALLERS or \
                 (inner and inner[-1] != 'to_jsonable'):
             return True
