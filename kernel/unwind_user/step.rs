@@ -389,9 +389,9 @@ fn lookup_step(
     let mut lookup = mm.lookup(pc);
     // Code no registration covers may be a file's whose table is not
     // attached to this address space yet: a walk that may sleep attaches
-    // it, once; a miss is cached below as for any other.
-    // Set when only a later walk, one that may sleep, can say whether a
-    // file's table describes `pc`: this walk then caches nothing for it.
+    // it, once. `attach_later`: only a later walk, one that may sleep, can
+    // say whether a table describes `pc`, so this one caches nothing for
+    // it; any other miss is cached below.
     let mut attach_later = false;
     if lookup.found.is_none() && file_table::any() {
         if state.nofault {
