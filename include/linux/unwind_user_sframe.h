@@ -10,6 +10,7 @@
 #include <linux/types.h>
 
 struct mm_struct;
+struct vm_area_struct;
 struct unwind_user_state;
 struct unwind_user_frame;
 
@@ -28,6 +29,7 @@ int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void sframe_mm_free(struct mm_struct *mm);
 void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 		     unsigned long end);
+void sframe_mm_mmap(struct vm_area_struct *vma);
 long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 		  unsigned long arg5);
 int unwind_user_assist_signal(unsigned int *timeout_ms);
@@ -39,7 +41,6 @@ extern unsigned long unwind_user_file_bytes_max;
 void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
 bool unwind_user_inode_open_for_write(const struct inode *inode);
-bool unwind_user_pagefault_disabled(void);
 const struct inode *unwind_user_file_inode(const struct file *file);
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
@@ -81,6 +82,8 @@ static inline void sframe_mm_free(struct mm_struct *mm) {}
 
 static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 				   unsigned long end) {}
+
+static inline void sframe_mm_mmap(struct vm_area_struct *vma) {}
 
 static inline long sframe_prctl(unsigned long op, unsigned long arg3,
 				unsigned long arg4, unsigned long arg5)

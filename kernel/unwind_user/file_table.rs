@@ -8,24 +8,27 @@
 //! the kernel reads the file's program headers itself, copies and
 //! validates the section once, and keeps it with its FDE table in kernel
 //! memory ([`FileTable`]). Nothing happens at exec or mmap: the first walk
-//! that may sleep and meets an IP in an executable mapping of the file with
-//! nothing registered there attaches the table to the address space, with
-//! the mapping's load bias ([`attach_at`]), as a registration whose rows
-//! are read from kernel memory (never a user read, at NMI time neither).
+//! that may sleep and meets an IP no registration covers attaches the
+//! tables of every file the address space maps executable
+//! ([`attach_mapped`]), each with its mapping's load bias, as a
+//! registration whose rows are read from kernel memory (never a user read,
+//! at NMI time neither). A walk at NMI or IRQ time that meets such an IP
+//! before ends there and asks for a deferred unwind, which attaches them;
+//! and so again once the mappings or the tables changed.
 //!
 //! A table is keyed by the file's inode (the one user space sees: an
 //! overlayfs file's, not its layer's) and holds a reference to the file
 //! it was attached with, as an open file descriptor would (the file system
-//! cannot be unmounted under it), and is stamped with the inode's size, mtime and ctime when it was built: a
-//! file open for writing is refused, and a table whose file changed since
-//! (rewritten in place, truncated) is dropped instead of attached. Their
-//! memory is charged to the memory cgroup of the agent that attached them,
-//! and bounded machine-wide by `kernel.unwind_user_file_bytes_max`, until
-//! it is freed: a table detached or replaced counts as long as an address
-//! space still uses it.
+//! cannot be unmounted under it), and is stamped with the inode's size,
+//! mtime and ctime when it was built: a file open for writing is refused,
+//! and a table whose file changed since (rewritten in place, truncated) is
+//! dropped instead of attached. Their memory is charged to the memory
+//! cgroup of the agent that attached them, and bounded machine-wide by
+//! `kernel.unwind_user_file_bytes_max`, until it is freed: a table
+//! detached or replaced counts as long as an address space still uses it.
 
 use crate::{
-    mm::{self, FileMapping},
+    mm::{self, FileMapping, LockedMm},
     register,
     registry::{gfp, Fdes, Section, MAX_SECTION_SIZE},
 };
@@ -33,11 +36,11 @@ use core::pin::Pin;
 use kernel::{
     alloc::{KVVec, KVec},
     bindings,
-    error::code::{E2BIG, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOSPC, EPERM, ETXTBSY},
-    ffi::c_int,
+    error::code::{E2BIG, EBADF, EEXIST, EINVAL, ENOENT, ENOSPC, EPERM, ETXTBSY},
+    ffi::{c_int, c_ulong},
     fs::{File, LocalFile},
     global_lock,
-    mm::MmWithUser,
+    mm::{virt::VmaRef, MmWithUser},
     prelude::*,
     sync::{
         aref::ARef,
@@ -457,67 +460,168 @@ fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
     files.get(i).cloned()
 }
 
-/// What [`attach_at`] did.
+/// What [`attach_mapped`] did.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Attach {
-    /// A file's table describes the PC now.
+    /// Every table it found was attached, at least one.
     Attached,
-    /// No table describes the PC: none for the file, or one that does not
-    /// fit this mapping or this address space. A walk may cache that.
+    /// Nothing to attach: no table for the files, or none that fits its
+    /// mapping or this address space. A walk may cache that.
     None,
-    /// Not now (out of memory, a fatal signal, the mapping or the tables
-    /// changed meanwhile): a later walk may attach it. Nothing to cache.
+    /// Not all now (out of memory, a fatal signal, a mapping or the tables
+    /// changed meanwhile): a later walk may attach the rest. Nothing to
+    /// cache.
     Later,
 }
 
-/// Attaches to `mm`, the current task's address space, the table of the
-/// file mapped executable at `pc`, if it has one and nothing is
-/// registered there. In task context, where the walk may sleep: takes the
-/// mmap locks and the tables' mutex, never nested.
-pub(crate) fn attach_at(mm: &MmWithUser, pc: usize) -> Attach {
-    if !any() {
-        return Attach::None;
-    }
-    let mapping = {
-        let mmap = mm.mmap_read_lock();
-        let Some(m) = mmap.vma_lookup(pc).and_then(FileMapping::of) else {
-            return Attach::None;
+/// A file's table, and where to register it in an address space: for
+/// [`attach`], found under the mmap read lock and the tables' mutex,
+/// checked again under the mmap write lock.
+struct Candidate {
+    mapping: FileMapping,
+    table: Arc<FileTable>,
+    section: Section,
+}
+
+/// The tables of the files in `mappings` that fit their mapping: stale
+/// ones are dropped, and mappings of a file with no table skipped.
+fn candidates(mappings: &[FileMapping]) -> Result<KVec<Candidate>> {
+    let mut found = KVec::new();
+    for m in mappings {
+        let Some(table) = find(m.inode) else {
+            continue;
         };
-        m
-    };
-    // Compared as a value only: a table's inode is live, and the write
-    // lock below checks the mapping again.
-    let files_gen = gen();
-    let Some(table) = find(mapping.inode) else {
-        return Attach::None;
-    };
-    if table.stale() {
-        drop(remove(table.key(), Some(&table)));
-        return Attach::None;
-    }
-    let Some(s) = table.section_in(&mapping) else {
-        return Attach::None;
-    };
-    let added = mm::with_locked(mm, |l| {
-        // The same mapping of the same file as under the read lock, and
-        // still its current, unchanged table.
-        if l.exec_file_mapping(pc) != Some(mapping) || gen() != files_gen || table.stale() {
-            return Err(EAGAIN);
+        if table.stale() {
+            drop(remove(table.key(), Some(&table)));
+            continue;
         }
-        l.registry_or_create()?.add(s, table.fdes.clone())
+        if let Some(section) = table.section_in(m) {
+            found.push(
+                Candidate {
+                    mapping: *m,
+                    table,
+                    section,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+    }
+    Ok(found)
+}
+
+/// Attaches to `mm`, the current task's address space, the tables of the
+/// files it maps executable at `mappings`, where nothing is registered. In
+/// task context, where the walk may sleep: takes the mmap locks and the
+/// tables' mutex, never nested.
+///
+/// `seq`: the count of `mm`'s mapping changes ([`mm::mappings_seq`]) when
+/// `mappings` were read. Returns, with what it did, the count at which
+/// `mm` is left with the mappings it was given, if they did not change.
+fn attach_tables(
+    mm: &MmWithUser,
+    mappings: &[FileMapping],
+    seq: Option<u32>,
+) -> (Attach, Option<u32>) {
+    // Compared as a value only: a table's inode is live, and the write
+    // lock below checks each mapping again.
+    let files_gen = gen();
+    let Ok(found) = candidates(mappings) else {
+        return (Attach::Later, None);
+    };
+    if found.is_empty() {
+        return (Attach::None, seq);
+    }
+    let mut later = false;
+    let added = mm::with_locked(mm, |l| {
+        // Nothing but this lock since the mappings were read: unlocking
+        // it advances the count once more.
+        let unchanged = seq.and_then(|s| s.checked_add(1)) == mm::mappings_seq(mm);
+        let mut added = false;
+        for c in &found {
+            // The same mapping of the same file as under the read lock,
+            // and still its current, unchanged table.
+            if l.exec_file_mapping(c.mapping.start) != Some(c.mapping)
+                || gen() != files_gen
+                || c.table.stale()
+            {
+                later = true;
+                continue;
+            }
+            match l.registry_or_create()?.add(c.section, c.table.fdes.clone()) {
+                Ok(()) => added = true,
+                // Another registration there, or the address space's
+                // limits.
+                Err(e) if e == EEXIST || e == ENOSPC => {}
+                Err(_) => later = true,
+            }
+        }
+        Ok((added, unchanged))
     });
     match added {
-        Ok(()) => Attach::Attached,
-        // Another registration there, or the address space's limits.
-        Err(e) if e == EEXIST || e == ENOSPC => Attach::None,
-        Err(_) => Attach::Later,
+        Ok(_) if later => (Attach::Later, None),
+        Ok((added, unchanged)) => (
+            if added {
+                Attach::Attached
+            } else {
+                Attach::None
+            },
+            seq.filter(|_| unchanged).and_then(|s| s.checked_add(2)),
+        ),
+        Err(_) => (Attach::Later, None),
     }
 }
 
-/// [`attach_at`] for the current task.
-pub(crate) fn attach_current(pc: usize) -> Attach {
-    let task = kernel::current!();
-    task.mm().map_or(Attach::None, |mm| attach_at(mm, pc))
+/// Attaches to `mm`, the current task's address space, the tables of every
+/// file it maps executable: what a walk that may sleep does when it meets
+/// code no registration covers, so that the walks at NMI or IRQ time that
+/// come after find them all. Returns, with what it did, the count of
+/// `mm`'s mapping changes ([`mm::mappings_seq`]) at which its mappings are
+/// all attached, if it got that far.
+pub(crate) fn attach_mapped(mm: &MmWithUser) -> (Attach, Option<u32>) {
+    if !any() {
+        return (Attach::None, None);
+    }
+    let mut mappings = KVec::new();
+    let seq = {
+        let _mmap = mm.mmap_read_lock();
+        let mut addr = 0;
+        loop {
+            // SAFETY: `mm` has users (the reference) and its mmap read lock
+            // is held by `_mmap`: its VMAs stay as they are.
+            let vma = unsafe { bindings::find_vma(mm.as_raw(), addr as c_ulong) };
+            if vma.is_null() {
+                break;
+            }
+            // SAFETY: A VMA of `mm`, under its mmap read lock, for as long as
+            // `_mmap` lives.
+            let vma = unsafe { VmaRef::from_raw(vma) };
+            addr = vma.end();
+            if let Some(m) = FileMapping::of(vma) {
+                if mappings.push(m, GFP_KERNEL).is_err() {
+                    return (Attach::Later, None);
+                }
+            }
+        }
+        mm::mappings_seq(mm)
+    };
+    attach_tables(mm, &mappings, seq)
+}
+
+/// Attaches to `mm` the table of the file `vma` maps, if it is executable
+/// and the file has a table that fits it (`sframe_mm_mmap()`). Whether it
+/// did is no concern of mmap's: a walk attaches what this did not.
+pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef) {
+    let Some(m) = FileMapping::of(vma) else {
+        return;
+    };
+    let Some(table) = find(m.inode).filter(|t| !t.stale()) else {
+        return;
+    };
+    if let Some(s) = table.section_in(&m) {
+        if let Ok(mut r) = mm.registry_or_create() {
+            let _ = r.add(s, table.fdes.clone());
+        }
+    }
 }
 
 /// Creates the registry of `mm`, the current task's, where a walk that may

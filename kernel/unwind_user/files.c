@@ -50,8 +50,3 @@ const struct inode *unwind_user_file_inode(const struct file *file)
 {
 	return file_user_inode(file);
 }
-
-bool unwind_user_pagefault_disabled(void)
-{
-	return pagefault_disabled();
-}

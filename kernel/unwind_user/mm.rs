@@ -173,6 +173,30 @@ impl Drop for MmapWriteGuard<'_> {
     }
 }
 
+/// How many times `mm`'s mmap write lock was taken and released, twice
+/// each time (`mm->mm_lock_seq`, odd while it is held): while it stays the
+/// same, so do the mappings. `None` without per-VMA locks, which keep no
+/// such count. Lock-free, in any context.
+pub(crate) fn mappings_seq(mm: &MmWithUser) -> Option<u32> {
+    #[cfg(CONFIG_PER_VMA_LOCK)]
+    {
+        // SAFETY: `mm` is live for the borrow. The count is a word its
+        // writers change under the mmap write lock and lockless readers
+        // read as it is (`mmap_lock_speculate_try_begin()`): atomically.
+        let seq = unsafe {
+            kernel::sync::atomic::Atomic::from_ptr(
+                &raw mut (*mm.as_raw()).__bindgen_anon_1.mm_lock_seq.sequence,
+            )
+        };
+        Some(seq.load(kernel::sync::atomic::Relaxed))
+    }
+    #[cfg(not(CONFIG_PER_VMA_LOCK))]
+    {
+        let _ = mm;
+        None
+    }
+}
+
 /// Calls `f` with the current task's address space; `EINVAL` for a task
 /// without one (a kernel thread).
 pub(crate) fn with_current<R>(f: impl FnOnce(&MmWithUser) -> Result<R>) -> Result<R> {

@@ -386,6 +386,11 @@ pub(crate) struct SframeMm {
     /// cache was filled in (`file_table::gen()`): a PC cached as no
     /// section's may be a newly attached file's.
     files_gen: Atomic<u64>,
+    /// When a walk last attached the tables of every file this address
+    /// space maps executable (`file_table::attach_mapped()`): the tables'
+    /// generation and the count of mapping changes then, as
+    /// [`files_attached_word`] packs them; 0 before.
+    files_attached: Atomic<u64>,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
     /// The generation, advanced on every change a cached rule may depend
@@ -394,6 +399,14 @@ pub(crate) struct SframeMm {
     gen: Atomic<u64>,
     cache: KBox<RuleCache>,
     pub(crate) counters: Counters,
+}
+
+/// `SframeMm::files_attached` for generation `files_gen` of the file
+/// tables and mapping count `seq`: one word, read at NMI time untorn; never
+/// 0. Generations 2^31 apart compare equal, which would take as many
+/// attaches between two walks of one process.
+fn files_attached_word(files_gen: u64, seq: u32) -> u64 {
+    1 << 63 | (files_gen & 0x7fff_ffff) << 32 | u64::from(seq)
 }
 
 /// Preemption off while it lives: `preempt_disable()` to
@@ -444,6 +457,7 @@ impl SframeMm {
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
                 files_gen: Atomic::new(crate::file_table::gen()),
+                files_attached: Atomic::new(0),
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
@@ -505,6 +519,20 @@ impl SframeMm {
         if seen != files_gen && self.files_gen.cmpxchg(seen, files_gen, Relaxed).is_ok() {
             self.invalidate(None);
         }
+    }
+
+    /// Were the tables of every file this address space maps executable
+    /// attached in generation `files_gen` of the machine's file tables,
+    /// with its mappings as they are at `seq` (`mm::mappings_seq()`)?
+    /// Lock-free, in any context.
+    pub(crate) fn files_attached(&self, files_gen: u64, seq: Option<u32>) -> bool {
+        seq.is_some_and(|s| self.files_attached.load(Relaxed) == files_attached_word(files_gen, s))
+    }
+
+    /// Says that they were.
+    pub(crate) fn set_files_attached(&self, files_gen: u64, seq: u32) {
+        self.files_attached
+            .store(files_attached_word(files_gen, seq), Relaxed);
     }
 
     /// The generation word now.

@@ -14,7 +14,7 @@ use crate::{
 };
 use kernel::{
     bindings,
-    error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
+    error::code::{E2BIG, EAGAIN, EFAULT, EINVAL, ENOENT},
     ffi::c_int,
     prelude::*,
 };
@@ -292,6 +292,16 @@ fn read_row(
     }
 }
 
+/// Ends a walk at NMI or IRQ time at a frame that a file's table, not yet
+/// attached to the address space, may describe: the walk is incomplete,
+/// and the deferred unwind it requests (`state->prefault`) attaches the
+/// table where it may sleep. Returns the error that ends the walk.
+pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state) -> Error {
+    state.prefault = true;
+    state.incomplete = true;
+    EAGAIN
+}
+
 /// One SFrame step for the current task: describes the frame at
 /// `state->ip` in `frame`, or steps over a signal frame. Returns what
 /// `unwind_user_sframe_next()` returns to C: 0 with `frame` filled in, 1
@@ -394,16 +404,31 @@ fn lookup_step(
     // it; any other miss is cached below.
     let mut attach_later = false;
     if lookup.found.is_none() && file_table::any() {
-        if state.nofault {
-            // The deferred unwind may attach one and describe this frame;
-            // once it has cached the PC, this path is not taken again.
-            state.incomplete = true;
-            attach_later = true;
-        } else {
-            match file_table::attach_current(pc) {
-                file_table::Attach::Attached => lookup = mm.lookup(pc),
-                file_table::Attach::Later => attach_later = true,
-                file_table::Attach::None => {}
+        let files_gen = file_table::gen();
+        let task = kernel::current!();
+        let current = task.mm();
+        // Unless every file mapped executable had its table attached, in
+        // this generation of the tables, with the mappings as they are.
+        if !current.is_some_and(|m| mm.files_attached(files_gen, crate::mm::mappings_seq(m))) {
+            // At NMI or IRQ time the walk ends here rather than guess this
+            // frame's caller with the frame-pointer rule, and asks for a
+            // deferred unwind, which attaches them.
+            if state.nofault {
+                return Err(attach_pending(state));
+            }
+            if let Some(current) = current {
+                let (attached, seq) = file_table::attach_mapped(current);
+                if let Some(seq) = seq {
+                    mm.set_files_attached(files_gen, seq);
+                }
+                match attached {
+                    file_table::Attach::None => {}
+                    file_table::Attach::Attached => lookup = mm.lookup(pc),
+                    file_table::Attach::Later => {
+                        attach_later = true;
+                        lookup = mm.lookup(pc);
+                    }
+                }
             }
         }
     }

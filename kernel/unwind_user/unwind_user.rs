@@ -35,7 +35,7 @@ use kernel::{
     bindings,
     error::code::{E2BIG, ENOENT, ENOMEM},
     ffi::{c_int, c_long, c_uint, c_ulong},
-    mm::MmWithUser,
+    mm::{virt::VmaRef, MmWithUser},
     prelude::*,
 };
 
@@ -123,9 +123,10 @@ pub unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c
 
 /// Prepares `state`, a walk of the current task, for SFrame steps: finds
 /// the registry of `mm` once for the walk. Returns `false` when `mm` has no
-/// section registered and the walk cannot attach a file's table (none
-/// exists, or page faults are disabled: NMI or IRQ time): the walk then
-/// uses frame pointers alone.
+/// section registered and no file has a table: the walk then uses frame
+/// pointers alone. While files have tables, any walk may meet one's code:
+/// one that may sleep attaches it, one at NMI or IRQ time ends there and
+/// asks for a deferred unwind that does (`step::attach_pending`).
 ///
 /// # Safety
 ///
@@ -136,8 +137,7 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
     mm: *mut bindings::mm_struct,
     state: *mut bindings::unwind_user_state,
 ) -> bool {
-    // SAFETY: Reads the current task's page-fault-disabled count.
-    let may_attach = file_table::any() && !unsafe { bindings::unwind_user_pagefault_disabled() };
+    let may_attach = file_table::any();
     // SAFETY: Valid (the caller's contract), not aliased during the call.
     let state = unsafe { &mut *state };
     // SAFETY: `mm` is the current task's mm (the caller's contract), which
@@ -210,9 +210,12 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     let (state, frame) = unsafe { (&mut *state, &mut *frame) };
     // SAFETY: Set up by `unwind_user_sframe_start()` (the caller's contract).
     if unsafe { walk_registry(state) }.is_none() {
-        // A walk that may attach file tables, in an address space with no
-        // registry yet: one is made for what the walk finds.
-        if state.nofault || !walk_create_registry(state) {
+        // A walk that may meet file tables, in an address space with no
+        // registry yet: one that may sleep makes one for what it finds.
+        if state.nofault {
+            return step::attach_pending(state).to_errno();
+        }
+        if !walk_create_registry(state) {
             return ENOENT.to_errno();
         }
     }
@@ -260,6 +263,33 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
     if let Some(smm) = unsafe { walk_registry(state) } {
         step::done(smm, state);
     }
+}
+
+/// Attaches to `vma`'s address space the table of the file it maps, if
+/// it is executable and the file has one: called by mmap for a new file
+/// mapping, so that a process started after the table was attached is
+/// described from its first instruction. One lookup of the file's table,
+/// no read of the file or of user memory; a failure leaves the mapping to
+/// the first walk that meets it.
+///
+/// # Safety
+///
+/// `vma` must be a VMA of the current task's mm, which has users, in
+/// place, with the mmap write lock held.
+#[export]
+pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
+    if !file_table::any() {
+        return;
+    }
+    // SAFETY: `vma` is live and in its mm, whose write lock is held (the
+    // caller's contract), for the call.
+    let (mm, vma) = unsafe {
+        (
+            mm::LockedMm::assume_locked((*vma).vm_mm),
+            VmaRef::from_raw(vma),
+        )
+    };
+    file_table::attach_mapping(&mm, vma);
 }
 
 /// Copies the registrations of `oldmm` into `mm` at fork, once `dup_mmap()`
