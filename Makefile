@@ -87,6 +87,7 @@ BENCH_ICOUNT ?= 0
 DEMO_ICOUNT ?= 0
 # Where make demo puts its outputs (make check: in its logs).
 DEMO_OUT   ?= $(KBUILD_DIR)/demo
+SYSTEM_OUT ?= $(KBUILD_DIR)/system
 # Where make host-test keeps cargo test's output (make check: in its logs).
 HOST_TEST_LOG ?= $(KBUILD_DIR)/host-test.log
 # ... and of tools/unwind_user/python's tests (python3.11's unittest).
@@ -114,7 +115,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug producers bisect-check kernel-vng vng \
-	vng-deps kselftest-vng oracle corpus kernel-kasan check-kasan
+	vng-deps kselftest-vng oracle system corpus kernel-kasan check-kasan
 
 deps:
 	@harness/install-deps.sh
@@ -302,6 +303,15 @@ oracle: kernel perf
 	@harness/install-deps.sh oracle >/dev/null
 	@GUEST_ICOUNT=$(DEMO_ICOUNT) demo/run-oracle.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(KBUILD_DIR)/oracle $(BOOT_TIMEOUT)
+
+# A machine whose Debian programs were started before profiling, profiled
+# as a whole before and after one run of the agent: the kernel's unwind
+# of each sample against perf's DWARF unwind, per program
+# (demo/run-system.sh). make check runs it.
+system: kernel perf
+	@harness/install-deps.sh oracle >/dev/null
+	@GUEST_ICOUNT=$(DEMO_ICOUNT) demo/run-system.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
+		$(SYSTEM_OUT) $(BOOT_TIMEOUT)
 
 # SFrame against frame pointers and DWARF, one boot of the production
 # kernel; its own initramfs and outputs, results.md in $(KBUILD_DIR)/bench.

@@ -83,31 +83,45 @@ def fmt(frames):
     return " <- ".join(f"{s}" if s != "[unknown]" else f"{a:#x}" for a, s, _ in frames)
 
 
+KINDS = ("equal", "kernel_shorter", "dwarf_shorter", "differ", "unmatched")
+
+
+def classify(frames, kern):
+    """How a sample's kernel stack compares with its DWARF one: (kind,
+    kernel frames, DWARF frames, index of the first difference or None).
+    @frames: perf script's frames of the sample (the kernel's, then
+    DWARF's); @kern: the kernel's user addresses from the raw callchain,
+    None if the sample is not there. "differ": a kernel frame that is not
+    DWARF's at its depth, a wrong frame."""
+    if kern is None or len(kern) > len(frames):
+        return "unmatched", frames, [], None
+    k, d = frames[: len(kern)], frames[len(kern):]
+    common = min(len(k), len(d))
+    bad = next((i for i in range(common) if not same(i, k[i][0], d[i][0])), None)
+    if bad is not None:
+        what = "differ"
+    elif len(k) == len(d):
+        what = "equal"
+    elif len(k) < len(d):
+        what = "kernel_shorter"
+    else:
+        what = "dwarf_shorter"
+    return what, k, d, bad
+
+
 def compare(name, script, raw, report):
     chains = raw_chains(raw)
-    counts = dict(equal=0, kernel_shorter=0, dwarf_shorter=0, differ=0, unmatched=0)
+    counts = dict.fromkeys(KINDS, 0)
     examples, where = {}, {}
     n = 0
     for comm, tid, t, frames in script_samples(script):
         if comm in ("perf", "env"):
             continue
         n += 1
-        kern = chains.get((tid, t))
-        if kern is None or len(kern) > len(frames):
-            counts["unmatched"] += 1
-            continue
-        k, d = frames[: len(kern)], frames[len(kern):]
-        common = min(len(k), len(d))
-        bad = next((i for i in range(common) if not same(i, k[i][0], d[i][0])), None)
-        if bad is not None:
-            what = "differ"
-        elif len(k) == len(d):
-            what = "equal"
-        elif len(k) < len(d):
-            what = "kernel_shorter"
-        else:
-            what = "dwarf_shorter"
+        what, k, d, bad = classify(frames, chains.get((tid, t)))
         counts[what] += 1
+        if what == "unmatched":
+            continue
         if what != "equal":
             # The object of the frame whose step the kernel got wrong or
             # ended at.

@@ -165,5 +165,35 @@ echo $? >"$LOGS/demo/rc"
 	fi
 } >"$LOGS/perf.log"
 
+# 4b. The whole machine: Debian programs started before profiling, one
+#     agent run, one system-wide recording with the kernel's user stack
+#     and perf's DWARF unwind of the same samples (demo/run-system.sh):
+#     per program, >= 99 % of the samples equal and no wrong frame.
+mkdir -p "$LOGS/system"
+"$MAKE" -s -C "$REPO" system SYSTEM_OUT="$LOGS/system" DEMO_ICOUNT= >"$LOGS/system.log" 2>&1
+echo $? >"$LOGS/system/rc"
+{
+	i=0
+	while read -r _ prog verdict rest; do
+		i=$((i + 1))
+		if [ "$verdict" = ok ]; then
+			echo "ok $i system-wide $prog: $rest"
+		else
+			echo "not ok $i system-wide $prog: $rest"
+		fi
+	done < <(grep '^system-check ' "$LOGS/system.log")
+	if [ "$i" = 0 ]; then
+		echo "not ok 1 system-wide: no result (see $LOGS/system.log)"
+		tail -5 "$LOGS/system.log" | sed 's/^/#   /'
+	fi
+	a=$(grep '^### system-agent' "$LOGS/system.log" || echo "no agent line")
+	i=$((i + 1))
+	if fields_hold "$a" 'v["attached"] + 0 > 0'; then
+		echo "ok $i system-wide agent: ${a#\#\#\# system-agent }"
+	else
+		echo "not ok $i system-wide agent: ${a#\#\#\# system-agent }"
+	fi
+} >"$LOGS/system-check.log"
+
 # 5. One summary.
 PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" python3 -m harness.results "$LOGS"

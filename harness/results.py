@@ -224,11 +224,16 @@ def main():
     series = read(os.path.join(logs, "series.log")) or []
     perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]
     lint = read(os.path.join(logs, "lint.log")) or ["not ok 1 no lint.log"]
+    system = read(os.path.join(logs, "system-check.log")) or ["not ok 1 no system-check.log"]
     suites = (host_tests(logs) + py_tests(logs) + [flat_tap("series: git am + checkpatch", series),
                                   flat_tap("lint: rustfmt, clippy (host and kernel)", lint)]
               + guest(logs) + [flat_tap("perf tool: record --call-graph fp,defer and fp; Lua frames", perf),
                                clean_log("perf guest: clean log",
-                                         os.path.join(logs, "demo", "run", "console.log"))])
+                                         os.path.join(logs, "demo", "run", "console.log")),
+                               flat_tap("system-wide: programs started before perf, kernel vs DWARF",
+                                        system),
+                               clean_log("system-wide guest: clean log",
+                                         os.path.join(logs, "system", "run", "console.log"))])
     tp, tf, _ = summary(suites)
     print(f"logs: {logs}")
     print(f"{tp} passed, {tf} failed")

@@ -1,0 +1,38 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make system: a guest whose unmodified Debian programs (python3.11,
+# sqlite3, xz, a setuid copy of xz run by an unprivileged user, a shell
+# loop of short-lived xz) were all started before profiling, profiled as
+# a whole before and after one run of the agent (sframe-synth attach
+# --running) with the kernel's user stack and perf's DWARF unwind of the
+# same sample's stack copy (demo/guest-system.sh); demo/system.py
+# compares them sample by sample, per program. The staging, the boot and
+# the report are harness/experiment.sh's.
+#
+# Usage: run-system.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
+# Environment: SYSTEM_FREQ (perf record -F, 200), SYSTEM_SECONDS (each
+# recording's length, 8).
+set -euo pipefail
+BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=harness/experiment.sh
+. "$HERE/../harness/experiment.sh"
+
+PROGS=(/usr/bin/xz /usr/bin/sqlite3 /usr/bin/python3.11)
+# What CPython needs to start with -S (as demo/run-oracle.sh).
+PYLIB=/usr/lib/python3.11
+PYFILES=("$PYLIB"/{abc,codecs,io,os,zipimport}.py "$PYLIB"/encodings/{__init__,aliases,utf_8}.py
+	"$PYLIB"/importlib/_bootstrap_external.py)
+
+experiment_begin system "$OUT"
+experiment_perf "$PERF"
+experiment_guest "$HERE/guest-system.sh"
+# The agent, as an administrator installs it.
+(cd "$REPO/tools/unwind_user/sframe_synth" && PATH=$HOME/.cargo/bin:$PATH cargo build --release -q)
+cp "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" "$G/"
+printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" >"$G/extra-libs"
+printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\n" "${SYSTEM_FREQ:-200}" "${SYSTEM_SECONDS:-8}" >"$G/system.env"
+
+experiment_boot "$BZ" "$TIMEOUT"
+experiment_report run_py demo.system "$OUT/run/results.log" "$OUT"
