@@ -18,18 +18,24 @@ use std::process::ExitCode;
 
 use sframe_synth::{check_section, elf, synthesize};
 
-/// Options of `attach`.
+/// Options of `attach` (and of `detach`, which has no others).
 pub struct Options {
+    detach: bool,
     dry_run: bool,
     report: bool,
     running: bool,
     objects: Vec<PathBuf>,
 }
 
-/// Parse the arguments after `attach`; `Err` holds the message for a usage
-/// error, `Ok(None)` asks for the help text.
-pub fn parse_args(args: impl Iterator<Item = OsString>) -> Result<Option<Options>, String> {
+/// Parse the arguments after `attach`, or `detach` when `detach`; `Err`
+/// holds the message for a usage error, `Ok(None)` asks for the help text.
+pub fn parse_args(
+    detach: bool,
+    args: impl Iterator<Item = OsString>,
+) -> Result<Option<Options>, String> {
+    let verb = if detach { "detach" } else { "attach" };
     let mut o = Options {
+        detach,
         dry_run: false,
         report: false,
         running: false,
@@ -44,25 +50,26 @@ pub fn parse_args(args: impl Iterator<Item = OsString>) -> Result<Option<Options
         let s = a.to_string_lossy();
         match s.as_ref() {
             "-h" | "--help" => return Ok(None),
-            "--dry-run" => o.dry_run = true,
-            "--report" => o.report = true,
+            "--dry-run" if !detach => o.dry_run = true,
+            "--report" if !detach => o.report = true,
             "--running" => o.running = true,
             "--" => only_files = true,
             _ if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!("attach: unknown option {s}"))
+                return Err(format!("{verb}: unknown option {s}"))
             }
             _ => o.objects.push(a.into()),
         }
     }
     match (o.running, o.objects.is_empty()) {
-        (true, false) => Err("attach: --running takes no OBJECT".into()),
-        (false, true) => Err("attach: no OBJECT given (nor --running)".into()),
+        (true, false) => Err(format!("{verb}: --running takes no OBJECT")),
+        (false, true) => Err(format!("{verb}: no OBJECT given (nor --running)")),
         _ => Ok(Some(o)),
     }
 }
 
 /// Errno values (asm-generic, as on x86_64) and their names, for messages.
 const EPERM: i32 = 1;
+const ENOENT: i32 = 2;
 const E2BIG: i32 = 7;
 const ENOEXEC: i32 = 8;
 const ETXTBSY: i32 = 26;
@@ -72,7 +79,7 @@ const EBADMSG: i32 = 74;
 const EOPNOTSUPP: i32 = 95;
 const ERRNO_NAMES: [(i32, &str); 19] = [
     (EPERM, "EPERM"),
-    (2, "ENOENT"),
+    (ENOENT, "ENOENT"),
     (5, "EIO"),
     (E2BIG, "E2BIG"),
     (ENOEXEC, "ENOEXEC"),
@@ -329,19 +336,63 @@ fn running_objects() -> Result<Vec<PathBuf>, String> {
     Ok(paths.into_iter().collect())
 }
 
-/// Run `attach`: one line per object on stdout, then the summary.
+/// `detach` of one object: `Ok(true)` if its file had a table.
+fn detach_one(path: &Path) -> Result<bool, String> {
+    let file = File::open(path).map_err(|e| format!("{}; cannot read the file", describe(&e)))?;
+    match sys::file_detach(&file) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(ENOENT) => Ok(false),
+        Err(e) => Err(describe(&e)),
+    }
+}
+
+/// Run `detach`: one line per object on stdout, then the summary.
+fn run_detach(objects: &[PathBuf]) -> ExitCode {
+    let (mut detached, mut none, mut failed) = (0usize, 0usize, 0usize);
+    for path in objects {
+        match detach_one(path) {
+            Ok(true) => {
+                detached += 1;
+                println!("detached {}", path.display());
+            }
+            Ok(false) => {
+                none += 1;
+                println!("not attached {}", path.display());
+            }
+            Err(msg) => {
+                failed += 1;
+                println!("failed {}: {msg}", path.display());
+            }
+        }
+    }
+    println!("detach: {detached} detached, {none} not attached, {failed} failed");
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Run `attach` or `detach`: one line per object on stdout, then the
+/// summary.
 pub fn run(o: &Options) -> ExitCode {
     let objects = if o.running {
         match running_objects() {
             Ok(v) => v,
             Err(msg) => {
-                eprintln!("sframe-synth: attach: {msg}");
+                eprintln!(
+                    "sframe-synth: {}: {msg}",
+                    if o.detach { "detach" } else { "attach" }
+                );
                 return ExitCode::from(1);
             }
         }
     } else {
         o.objects.clone()
     };
+    if o.detach {
+        return run_detach(&objects);
+    }
     let label = if o.dry_run {
         "would attach"
     } else {

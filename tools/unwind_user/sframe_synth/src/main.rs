@@ -29,6 +29,7 @@ x86_64 ELF executable or shared object built without SFrame.
 Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
        sframe-synth attach [--dry-run] [--report] OBJECT...
        sframe-synth attach --running [--dry-run] [--report]
+       sframe-synth detach OBJECT... | --running
 
   --cache DIR  write DIR/<GNU build ID in hex>.sframe for every OBJECT
                (DIR is created; each file is written to a temporary file
@@ -80,8 +81,14 @@ failed'. After EINVAL (a kernel without UNWIND_USER_FILE_ATTACH) or EPERM
 the remaining objects are not tried. Every run attaches again: the kernel
 keeps one table a file, the new one.
 
-Exit status: 0 if every OBJECT was written (or attached, or skipped), 1 if
-one failed, 2 on a usage error.
+detach: the file of each OBJECT (or every file a process maps executable)
+has no table any more: UNWIND_USER_FILE_DETACH, same privilege. One line
+per object: 'detached PATH', 'not attached PATH' or 'failed PATH: ERROR';
+then 'detach: N detached, M not attached, K failed'. Processes that have
+a table keep it until they unmap the file.
+
+Exit status: 0 if every OBJECT was written (or attached, or skipped, or
+detached, or had no table), 1 if one failed, 2 on a usage error.
 ";
 
 /// Command line options.
@@ -237,12 +244,11 @@ fn usage_error(msg: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
-    if args
-        .peek()
-        .is_some_and(|a| a.as_os_str() == OsStr::new("attach"))
-    {
+    let verb = args.peek().map(|a| a.as_os_str());
+    let detach = verb == Some(OsStr::new("detach"));
+    if detach || verb == Some(OsStr::new("attach")) {
         args.next();
-        return match attach::parse_args(args) {
+        return match attach::parse_args(detach, args) {
             Ok(Some(o)) => attach::run(&o),
             Ok(None) => {
                 print!("{HELP}");

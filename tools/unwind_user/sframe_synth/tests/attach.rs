@@ -294,6 +294,10 @@ fn attach_usage_errors_exit_2() {
         &["attach", "--bogus", TRUE][..],
         &["attach", "--cache", "/tmp", TRUE][..],
         &["attach", "-o", "/tmp/x", TRUE][..],
+        &["detach"][..],
+        &["detach", "--running", TRUE][..],
+        &["detach", "--dry-run", TRUE][..],
+        &["detach", "--report", TRUE][..],
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -341,4 +345,31 @@ fn real_attach_fails_cleanly_without_the_kernel_op() {
     );
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(e.contains("not trying the rest (1)"), "{e}");
+}
+
+#[test]
+fn detach_fails_cleanly_on_this_kernel() {
+    if !have(TRUE) {
+        return;
+    }
+    // A file with no table (ENOENT), or a kernel without the operation
+    // (EINVAL): a line for the object and the summary, no panic.
+    let o = run(&["detach", TRUE, "/nonexistent/sframe-synth-test"]);
+    let out = stdout(&o);
+    let e = stderr(&o);
+    assert!(!e.contains("panicked"), "{e}");
+    assert_eq!(o.status.code(), Some(1), "{out}{e}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first == format!("not attached {TRUE}") || first.starts_with(&format!("failed {TRUE}: ")),
+        "{out}"
+    );
+    assert!(
+        out.contains("failed /nonexistent/sframe-synth-test: No such file or directory (ENOENT)"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(" failed\n") && out.contains("\ndetach: "),
+        "{out}"
+    );
 }

@@ -13,6 +13,7 @@ const PR_UNWIND_USER: c_int = 82;
 /// Operations of `PR_UNWIND_USER` (<linux/unwind_user.h>).
 const UNWIND_USER_QUERY: c_ulong = 3;
 const UNWIND_USER_FILE_ATTACH: c_ulong = 6;
+const UNWIND_USER_FILE_DETACH: c_ulong = 7;
 /// `struct unwind_user_info` as far as `UNWIND_USER_INFO_SIZE_VER0`: six
 /// counters.
 type InfoVer0 = [u64; 6];
@@ -86,6 +87,24 @@ pub fn file_attach(file: &File, section: &[u8], sframe_addr: u64) -> io::Result<
             ZERO,
         )
     };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_DETACH)`: `file` has no table
+/// any more (`ENOENT` if it had none). The `errno` of a failure is in the
+/// error.
+pub fn file_detach(file: &File) -> io::Result<()> {
+    let fd =
+        c_ulong::try_from(file.as_raw_fd()).map_err(|_| io::Error::from_raw_os_error(EINVAL))?;
+    // SAFETY: As above, four `c_ulong` variadic arguments, none a pointer:
+    // the kernel reads and writes no memory of ours. The descriptor belongs
+    // to `file`, borrowed for the call, so it stays open.
+    #[allow(unsafe_code)]
+    let r = unsafe { prctl(PR_UNWIND_USER, UNWIND_USER_FILE_DETACH, fd, ZERO, ZERO) };
     if r == 0 {
         Ok(())
     } else {
