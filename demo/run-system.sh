@@ -19,7 +19,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=harness/experiment.sh
 . "$HERE/../harness/experiment.sh"
 
-PROGS=(/usr/bin/xz /usr/bin/sqlite3 /usr/bin/python3.11)
+PROGS=(/usr/bin/xz /usr/bin/sqlite3 /usr/bin/python3.11 /usr/bin/curl)
 # What CPython needs to start with -S (as demo/run-oracle.sh).
 PYLIB=/usr/lib/python3.11
 PYFILES=("$PYLIB"/{abc,codecs,io,os,zipimport}.py "$PYLIB"/encodings/{__init__,aliases,utf_8}.py

@@ -21,7 +21,8 @@
  *       after the attach are reported, not checked: whether they attach the
  *       table depends on how many of them perf defers.
  *   libc.shared  20 running children map libc; one attach, each takes a
- *       walk through libc that uses the table; UNWIND_USER_QUERY's
+ *       walk through libc that uses the table; 80 more started after the
+ *       attach have it from exec, before any walk; UNWIND_USER_QUERY's
  *       machine-wide file_tables and file_bytes (when the kernel has them)
  *       count one more table, whose bytes do not grow with the children.
  *   lib.*  the ABI, on a private copy of libsframe_dl.so (next to this
@@ -87,6 +88,7 @@
 /* argv[1] of the exec'ed children. */
 #define CHILD_ARG	"--child"
 #define NR_SHARED	20
+#define NR_LATE		80
 /* The header of an SFrame section (versions 1 to 3), and its fields. */
 #define SFH_SIZE	28
 #define SFH_VERSION	2
@@ -1250,9 +1252,9 @@ TEST_F_TIMEOUT(libc, agent_running, 180)
 TEST_F_TIMEOUT(libc, shared, 120)
 {
 	struct file_info t0, t1, t2, t3;
-	struct child c[NR_SHARED];
-	struct result r[NR_SHARED];
-	unsigned int i, attached = 0, used = 0;
+	struct child c[NR_SHARED], late[NR_LATE];
+	struct result r[NR_SHARED], rl;
+	unsigned int i, attached = 0, used = 0, late_attached = 0;
 	char path[PATH_MAX];
 	unsigned long ino;
 	int have, fd;
@@ -1299,17 +1301,32 @@ TEST_F_TIMEOUT(libc, shared, 120)
 	EXPECT_EQ((unsigned int)NR_SHARED, attached);
 	EXPECT_EQ((unsigned int)NR_SHARED, used);
 
+	/*
+	 * Started after the attach: each has libc's table from its exec
+	 * (ld.so's mmap of libc), before any walk.
+	 */
+	for (i = 0; i < NR_LATE; i++)
+		ASSERT_EQ(0, child_start(&late[i], NULL));
+	for (i = 0; i < NR_LATE; i++) {
+		ASSERT_EQ(0, child_run(&late[i], 'n', 0, &rl));
+		late_attached += rl.before.nr_sections == r[0].after.nr_sections;
+	}
+	printf("# %u children started after the attach: %u had libc's table from exec\n",
+	       NR_LATE, late_attached);
+	EXPECT_EQ((unsigned int)NR_LATE, late_attached);
+
 	/* Still one table, of the same size, while they all have it. */
 	ASSERT_EQ(have, query_files(&t2));
 	if (have) {
-		printf("# %u attached: %llu file tables, %llu bytes\n", attached,
+		printf("# %u processes with libc's table: %llu file tables, %llu bytes\n",
+		       attached + late_attached,
 		       (unsigned long long)t2.file_tables,
 		       (unsigned long long)t2.file_bytes);
 		EXPECT_EQ(t1.file_tables, t2.file_tables);
 		EXPECT_EQ(t1.file_bytes, t2.file_bytes);
 	}
-	for (i = 0; i < NR_SHARED; i++) {
-		int status = child_stop(&c[i]);
+	for (i = 0; i < NR_SHARED + NR_LATE; i++) {
+		int status = child_stop(i < NR_SHARED ? &c[i] : &late[i - NR_SHARED]);
 
 		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
 			TH_LOG("child %u status %#x", i, status);
