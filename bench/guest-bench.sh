@@ -119,6 +119,8 @@ fi
 if phase cold; then
 	unwind_bench cold $SHALLOW $COLD_REPS
 	unwind_bench cold $DEEP $COLD_REPS
+	unwind_bench cold_file $SHALLOW $COLD_REPS
+	unwind_bench cold_file $DEEP $COLD_REPS
 fi
 if phase leak; then
 	unwind_bench leak $DEEP $LEAK_ITERS

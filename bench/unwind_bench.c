@@ -18,6 +18,9 @@
  *                                 unregistered (SFrame's miss path)
  *   cold DEPTH REPS               cold: REPS x (re-register, "sframe 1") and
  *                                 REPS x (re-register, "fp 1"), interleaved
+ *   cold_file DEPTH REPS          the same with this program's section
+ *                                 attached to its file (rows in kernel
+ *                                 memory) instead of registered
  *   reg NFDES REPS                prctl REGISTER time for a synthetic section
  *   mem NFDES K                   kernel memory of K registrations
  *   leak DEPTH ITERS              kernel memory around ITERS SFrame unwinds
@@ -178,6 +181,9 @@ static double now_ns(void)
 }
 
 /* This executable's registration, as binfmt_elf made it at exec. */
+/* The executable's load bias, which find_self() finds. */
+static uintptr_t self_bias;
+
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct unwind_user_sframe *s = data;
@@ -190,6 +196,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
 
 		if (p->p_type == PT_GNU_SFRAME) {
+			self_bias = info->dlpi_addr;
 			s->sframe_start = info->dlpi_addr + p->p_vaddr;
 			s->sframe_size = p->p_memsz;
 		} else if (p->p_type == PT_LOAD && (p->p_flags & PF_X) &&
@@ -235,7 +242,8 @@ static struct unwind_user_sframe self_section(void);
  * every frame and finds nothing (an address space with no registration at
  * all is not looked up in).
  */
-static void register_elsewhere(const struct unwind_user_sframe *self)
+static void register_elsewhere(const struct unwind_user_sframe *self,
+			       struct unwind_user_sframe *other)
 {
 	struct unwind_user_sframe s = *self;
 	void *text = mmap(NULL, s.text_size, PROT_READ | PROT_EXEC,
@@ -248,6 +256,7 @@ static void register_elsewhere(const struct unwind_user_sframe *self)
 	s.sframe_addr = self->sframe_start + (s.text_start - self->text_start);
 	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER, &s, sizeof(s), 0))
 		die("prctl REGISTER (other text)");
+	*other = s;
 }
 
 /*
@@ -267,7 +276,7 @@ static void cmd_step(const char *key, int depth, unsigned long iters, int rounds
 	if (!strcmp(key, "uncovered")) {
 		if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, self.text_start, 0, 0))
 			die("prctl UNREGISTER (self)");
-		register_elsewhere(&self);
+		register_elsewhere(&self, &(struct unwind_user_sframe){ 0 });
 	}
 	for (round = 0; round < rounds; round++) {
 		/* Alternate the order so that drift hits both alike. */
@@ -308,9 +317,37 @@ static int cmp_ul(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void cmd_cold(int depth, int reps)
+/*
+ * What makes the next unwind cold: for "cold", dropping this executable's
+ * section and registering it again (the rows are then read from user
+ * memory); for "cold_file", a registration elsewhere made again
+ * (register_elsewhere()), which empties the rule cache and leaves the
+ * files' tables attached (rows in kernel memory).
+ */
+static struct unwind_user_sframe cold_self, cold_other;
+
+static void recold_self(void)
 {
-	struct unwind_user_sframe s = self_section();
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER,
+		  cold_self.text_start, 0, 0))
+		die("prctl UNREGISTER (self)");
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
+		  &cold_self, sizeof(cold_self), 0))
+		die("prctl REGISTER (self)");
+}
+
+static void recold_other(void)
+{
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER,
+		  cold_other.text_start, 0, 0))
+		die("prctl UNREGISTER (other text)");
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
+		  &cold_other, sizeof(cold_other), 0))
+		die("prctl REGISTER (other text)");
+}
+
+static void cmd_cold(const char *key, void (*recold)(void), int depth, int reps)
+{
 	static const char *const u[2] = { "sframe", "fp" };
 	unsigned long *ns[2], frames[2] = { 0, 0 };
 	struct result r, first[2];
@@ -327,18 +364,12 @@ static void cmd_cold(int depth, int reps)
 			double t0;
 
 			/*
-			 * The first unwind after a registration: drop this
-			 * executable's section and register it again. Done
-			 * before the frame-pointer unwind too, so that both
-			 * follow the same work.
+			 * The first unwind after the rule cache was emptied.
+			 * Done before the frame-pointer unwind too, so that
+			 * both follow the same work.
 			 */
 			t0 = now_ns();
-			if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER,
-				  s.text_start, 0, 0))
-				die("prctl UNREGISTER (self)");
-			if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
-				  &s, sizeof(s), 0))
-				die("prctl REGISTER (self)");
+			recold();
 			reg_ns += now_ns() - t0;
 			trigger(u[w], depth, 1, &r);
 			ns[w][i] = r.ns;
@@ -355,14 +386,65 @@ static void cmd_cold(int depth, int reps)
 		for (i = 0; i < reps; i++)
 			sum += ns[k][i];
 		qsort(ns[k], reps, sizeof(unsigned long), cmp_ul);
-		printf("bench: cold depth=%d unwinder=%s reps=%d frames=%lu mean_ns=%.0f median_ns=%lu min_ns=%lu max_ns=%lu\n",
-		       depth, u[k], reps, frames[k], sum / reps, ns[k][reps / 2],
+		printf("bench: %s depth=%d unwinder=%s reps=%d frames=%lu mean_ns=%.0f median_ns=%lu min_ns=%lu max_ns=%lu\n",
+		       key, depth, u[k], reps, frames[k], sum / reps, ns[k][reps / 2],
 		       ns[k][0], ns[k][reps - 1]);
 	}
-	printf("bench: cold_check depth=%d match=%d changed=%d reregister_us=%.1f\n",
-	       depth, same_stack(&first[0], &first[1]), mismatch,
+	printf("bench: %s_check depth=%d match=%d changed=%d reregister_us=%.1f\n",
+	       key, depth, same_stack(&first[0], &first[1]), mismatch,
 	       reg_ns / (2.0 * reps) / 1e3);
 	fflush(stdout);
+	free(ns[0]);
+	free(ns[1]);
+}
+
+/* UNWIND_USER_FILE_ATTACH of @path's file, with @len bytes at @sec. */
+static void attach_file(const char *path, const void *sec, size_t len, uint64_t addr)
+{
+	struct unwind_user_file f = {
+		.sframe_ptr = (uintptr_t)sec,
+		.sframe_size = len,
+		.sframe_addr = addr,
+	};
+
+	f.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f.fd < 0)
+		die(path);
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH, &f, sizeof(f), 0))
+		die("prctl UNWIND_USER_FILE_ATTACH");
+	close(f.fd);
+}
+
+/*
+ * "cold_file": this executable's own section attached to its file (the
+ * program is static: every frame of the stack is in it), exec's
+ * registration dropped, so that the first walk attaches the file's table;
+ * then "cold" with the rows in kernel memory. Detached at the end.
+ */
+static void cmd_cold_file(int depth, int reps)
+{
+	struct unwind_user_info before, after;
+	int fd;
+
+	cold_self = self_section();
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, cold_self.text_start, 0, 0))
+		die("prctl UNREGISTER (self)");
+	attach_file("/proc/self/exe", (void *)(uintptr_t)cold_self.sframe_start,
+		    cold_self.sframe_size, cold_self.sframe_start - self_bias);
+	before = query();
+	register_elsewhere(&cold_self, &cold_other);
+	trigger("sframe", depth, 1, &(struct result){ 0 });
+	after = query();
+	printf("bench: cold_file_setup sections_before=%llu sections_after=%llu file_tables=%llu file_bytes=%llu\n",
+	       (unsigned long long)before.nr_sections,
+	       (unsigned long long)after.nr_sections,
+	       (unsigned long long)after.file_tables,
+	       (unsigned long long)after.file_bytes);
+	cmd_cold("cold_file", recold_other, depth, reps);
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || prctl(PR_UNWIND_USER, UNWIND_USER_FILE_DETACH, fd, 0, 0))
+		die("prctl UNWIND_USER_FILE_DETACH");
+	close(fd);
 }
 
 /*
@@ -657,8 +739,11 @@ int main(int argc, char **argv)
 		cmd_info();
 	else if ((!strcmp(cmd, "step") || !strcmp(cmd, "uncovered")) && a > 0 && b > 0 && c > 0)
 		cmd_step(cmd, a, b, c);
-	else if (!strcmp(cmd, "cold") && a > 0 && b > 0)
-		cmd_cold(a, b);
+	else if (!strcmp(cmd, "cold") && a > 0 && b > 0) {
+		cold_self = self_section();
+		cmd_cold("cold", recold_self, a, b);
+	} else if (!strcmp(cmd, "cold_file") && a > 0 && b > 0)
+		cmd_cold_file(a, b);
 	else if (!strcmp(cmd, "reg") && a > 0 && b > 0)
 		cmd_reg(a, b);
 	else if (!strcmp(cmd, "mem") && a > 0 && b > 0)
@@ -670,7 +755,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "exec") && argc == 5 && c > 0)
 		cmd_exec(argv[2], argv[3], c);
 	else {
-		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS | loop sframe|fp DEPTH ITERS | exec PATH NOSFRAME_PATH REPS | nop\n",
+		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | cold_file DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS | loop sframe|fp DEPTH ITERS | exec PATH NOSFRAME_PATH REPS | nop\n",
 			argv[0]);
 		return 2;
 	}
