@@ -85,6 +85,8 @@ BENCH_ICOUNT ?= 0
 # varied with the host's load by as much; with the clock counting
 # instructions it gets 0 to 3, each part of a run its share of the work.
 DEMO_ICOUNT ?= 0
+# make system checks correctness: host time, all of the guest's vCPUs.
+SYSTEM_ICOUNT ?=
 # Where make demo puts its outputs (make check: in its logs).
 DEMO_OUT   ?= $(KBUILD_DIR)/demo
 SYSTEM_OUT ?= $(KBUILD_DIR)/system
@@ -310,7 +312,7 @@ oracle: kernel perf
 # (demo/run-system.sh). make check runs it.
 system: kernel perf
 	@harness/install-deps.sh oracle >/dev/null
-	@GUEST_ICOUNT=$(DEMO_ICOUNT) demo/run-system.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
+	@GUEST_ICOUNT=$(SYSTEM_ICOUNT) demo/run-system.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(SYSTEM_OUT) $(BOOT_TIMEOUT)
 
 # SFrame against frame pointers and DWARF, one boot of the production

@@ -35,8 +35,8 @@
 #   ### system-raw PHASE begin ... end
 # shellcheck source=harness/guest-lib.sh
 . /selftests/guest-lib.sh
-SYSTEM_FREQ=200
-SYSTEM_SECONDS=8
+SYSTEM_FREQ=100
+SYSTEM_SECONDS=6
 [ -f $D/system.env ] && . $D/system.env
 
 echo "### system-start $(uname -r) $(perf version 2>&1)"
@@ -112,7 +112,7 @@ phase() {
 # dwarf PHASE: one system-wide recording with both unwinds, and its
 # blocks. cpu-clock: no hardware PMU under TCG; user samples only.
 dwarf() {
-	phase $1 perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph dwarf,16384 \
+	phase $1 perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph dwarf,8192 \
 		--user-callchains -N -o $1.data -- sleep $SYSTEM_SECONDS
 	perf script --ns --no-inline -i $1.data -F comm,tid,time,ip,sym,symoff,dso \
 		>$1.txt 2>$1.script-err

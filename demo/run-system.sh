@@ -11,8 +11,8 @@
 # the report are harness/experiment.sh's.
 #
 # Usage: run-system.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
-# Environment: SYSTEM_FREQ (perf record -F, 200), SYSTEM_SECONDS (each
-# recording's length, 8).
+# Environment: SYSTEM_FREQ (perf record -F, 100), SYSTEM_SECONDS (each
+# recording's length, 6).
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +32,7 @@ experiment_guest "$HERE/guest-system.sh"
 (cd "$REPO/tools/unwind_user/sframe_synth" && PATH=$HOME/.cargo/bin:$PATH cargo build --release -q)
 cp "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" "$G/"
 printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" >"$G/extra-libs"
-printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\n" "${SYSTEM_FREQ:-200}" "${SYSTEM_SECONDS:-8}" >"$G/system.env"
+printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\n" "${SYSTEM_FREQ:-100}" "${SYSTEM_SECONDS:-6}" >"$G/system.env"
 
 experiment_boot "$BZ" "$TIMEOUT"
 experiment_report run_py demo.system "$OUT/run/results.log" "$OUT"
