@@ -46,9 +46,9 @@ echo Y >/sys/module/kernel/parameters/unwind_user_nmi_sframe
 # demo/guest-oracle.sh).
 trap '' PIPE
 
-# Inputs: 1 MiB of perf for each short-lived xz, perf again and again
-# for the long-running ones.
-head -c 1048576 $D/perf >small.in
+# Inputs: 128 KiB of perf for each short-lived xz (about a second of
+# TCG), perf again and again for the long-running ones.
+head -c 131072 $D/perf >small.in
 feed() {
 	while :; do cat $D/perf || return; done
 }
@@ -113,7 +113,7 @@ phase() {
 # blocks. cpu-clock: no hardware PMU under TCG; user samples only.
 dwarf() {
 	phase $1 perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph dwarf,8192 \
-		--user-callchains -N -o $1.data -- sleep $SYSTEM_SECONDS
+		--user-callchains -N --proc-map-timeout 30000 -o $1.data -- sleep $SYSTEM_SECONDS
 	perf script --ns --no-inline -i $1.data -F comm,tid,time,ip,sym,symoff,dso \
 		>$1.txt 2>$1.script-err
 	perf report -D -i $1.data 2>$1.report-err |
@@ -162,8 +162,8 @@ for round in 1 2 3; do
 	echo "### system-startup round=$round runs=$N plain_ms=${plain:-failed} attached_ms=${attached:-failed} attach_rc=$arc $(tail -1 curl-attach.out)"
 done
 
-phase fp perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph fp,defer -N -o fp.data \
-	-- sleep $SYSTEM_SECONDS
+phase fp perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph fp,defer -N \
+	--proc-map-timeout 30000 -o fp.data -- sleep $SYSTEM_SECONDS
 perf script --ns --no-inline -i fp.data -F comm,tid,time,ip,sym,symoff,dso >fp.txt 2>fp.script-err
 guest_block system-script fp fp.txt
 rm -f fp.data fp.txt
