@@ -34,17 +34,11 @@ FIXTURE(fault) {
 
 FIXTURE_SETUP(fault)
 {
+	const char *why = fail_nth_missing();
 	struct unwind_user_info info;
-	int err;
 
-	if (getuid())
-		SKIP(return, "needs root for debugfs");
-	err = fault_injection_setup();
-	if (err)
-		SKIP(return, "no fault injection (%s): CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS",
-		     strerror(-err));
-	if (fail_nth_open())
-		SKIP(return, "no /proc/thread-self/fail-nth");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, sym_init());
 	ASSERT_EQ(0, self_sframe(&self->exe));
 	ASSERT_EQ(0, unwind_query(&info));

@@ -570,24 +570,8 @@ static const char *const dl_chain[] = {
 
 static const char *const lib_syms[] = { "dl_chain", "dl_level1", "dl_level2" };
 
-/*
- * The program frames a stack must name, innermost first: whether a
- * function calls libc (libc frames may come before it), and whether libc
- * calls it back (libc frames must come after it). As sframe_libc_test.
- */
-struct frame {
-	const char *name;
-	bool calls_libc;
-	bool called_by_libc;
-};
-
-#define WORK_MAX 8
-
-static const struct workload {
-	struct frame chain[WORK_MAX];
-	int n;
-	int callers;	/* the last frames, not the workload's */
-} w_qsort = { {
+/* The workloads' program frames, innermost first (see libc_classify()). */
+static const struct libc_workload w_qsort = { {
 	{ "cmp_cb", false, true }, { "sort_work", true, false },
 	{ "run_work", true, false }, { "sample_stacks", true, false },
 	{ "child_main", false, false }, { "main", false, false } }, 6, 3 },
@@ -601,243 +585,11 @@ struct result {
 	int status;			/* 0, or where the child failed */
 	unsigned int stacks, lost;
 	unsigned int whole, deferred;	/* from samples, from deferred records */
-	unsigned int in_work;		/* leaf in the workload or in libc */
-	unsigned int libc_leaf;		/* of those, leaf in libc */
-	unsigned int through_libc;	/* of those, with a libc frame */
-	unsigned int complete;		/* program frames right up to main */
-	unsigned int complete_libc_leaf;/* of those, leaf in libc */
-	unsigned int ends_in_libc;	/* the others: last frame in libc */
-	unsigned int wrong;		/* the others: a wrong frame */
-	unsigned int plt_cut;		/* the others: cut at a libc PLT stub */
-	unsigned int libc_ras;		/* libc return addresses in complete ones */
-	unsigned int implausible;	/* of those, not right after a call */
+	struct libc_tally t;		/* q, p: the workload's stacks */
 	unsigned int in_lib;		/* dl: leaf in the library's chain */
 	unsigned int lib_complete;	/* of those, every frame to main */
 	struct unwind_user_info before, after;
 };
-
-/* libc's executable PT_LOAD, and its load bias. */
-static uint64_t libc_start, libc_end, libc_base;
-
-/* PLT stubs of the program and of libc (see sframe_libc_test). */
-static struct {
-	uint64_t start, end;
-} plts[8];
-static unsigned int nr_plts;
-
-static void add_plts(const char *path, uint64_t bias)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	const Elf64_Shdr *sh;
-	const Elf64_Ehdr *eh;
-	const char *names;
-	struct stat st;
-	char *map;
-	int i;
-
-	if (fd < 0 || fstat(fd, &st))
-		goto out;
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED)
-		goto out;
-	eh = (const Elf64_Ehdr *)map;
-	sh = (const Elf64_Shdr *)(map + eh->e_shoff);
-	names = map + sh[eh->e_shstrndx].sh_offset;
-	for (i = 0; i < eh->e_shnum && nr_plts < ARRAY_SIZE(plts); i++) {
-		if (!(sh[i].sh_flags & SHF_EXECINSTR) ||
-		    strncmp(names + sh[i].sh_name, ".plt", 4))
-			continue;
-		plts[nr_plts].start = bias + sh[i].sh_addr;
-		plts[nr_plts].end = bias + sh[i].sh_addr + sh[i].sh_size;
-		nr_plts++;
-	}
-	munmap(map, st.st_size);
-out:
-	if (fd >= 0)
-		close(fd);
-}
-
-static bool in_plt(uint64_t ip)
-{
-	unsigned int i;
-
-	for (i = 0; i < nr_plts; i++)
-		if (ip >= plts[i].start && ip < plts[i].end)
-			return true;
-	return false;
-}
-
-static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	const char *n = strrchr(info->dlpi_name, '/');
-	int i;
-
-	(void)size;
-	(void)arg;
-
-	/* The program comes first, without a name. */
-	if (!*info->dlpi_name && !nr_plts)
-		add_plts("/proc/self/exe", info->dlpi_addr);
-	if (!n || strcmp(n, "/libc.so.6"))
-		return 0;
-	add_plts(info->dlpi_name, info->dlpi_addr);
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-
-		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
-			libc_base = info->dlpi_addr;
-			libc_start = info->dlpi_addr + p->p_vaddr;
-			libc_end = libc_start + p->p_memsz;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-static bool in_libc(uint64_t ip)
-{
-	return ip >= libc_start && ip < libc_end;
-}
-
-/* Length of ModRM (+ SIB, displacement) of ff /2, call indirect; else 0. */
-static int call_modrm_len(const uint8_t *m)
-{
-	int mod = m[0] >> 6, reg = (m[0] >> 3) & 7, rm = m[0] & 7, n = 1;
-
-	if (reg != 2)
-		return 0;
-	if (mod == 3)
-		return n;
-	if (rm == 4) {
-		n++;
-		if (mod == 0 && (m[1] & 7) == 5)
-			n += 4;
-	} else if (mod == 0 && rm == 5) {
-		n += 4;
-	}
-	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
-}
-
-/* Is @ra in libc's text, right after a call (e8 rel32, or ff /2)? */
-static bool after_call(uint64_t ra)
-{
-	const uint8_t *p = (const uint8_t *)(uintptr_t)ra;
-	int len;
-
-	if (!in_libc(ra) || ra - 7 < libc_start)
-		return false;
-	if (p[-5] == 0xe8)
-		return true;
-	for (len = 2; len <= 7; len++)
-		if (p[-len] == 0xff && call_modrm_len(p - len + 1) == len - 1)
-			return true;
-	return false;
-}
-
-/* Print @st: the program's symbols, libc's offsets, other addresses. */
-static void print_stack(const char *prefix, const struct ustack *st)
-{
-	unsigned int i;
-
-	printf("# %s (%u frames):", prefix, st->nr);
-	for (i = 0; i < st->nr && i < 24; i++) {
-		const char *s = sym_name(st->ip[i]);
-
-		if (in_libc(st->ip[i]))
-			printf(" libc+%#llx",
-			       (unsigned long long)(st->ip[i] - libc_base));
-		else if (s)
-			printf(" %s", s);
-		else
-			printf(" %#llx", (unsigned long long)st->ip[i]);
-	}
-	printf("%s\n", st->nr > i ? " ..." : "");
-}
-
-static int chain_index(const struct workload *w, uint64_t ip)
-{
-	const char *s = sym_name(ip);
-	int k;
-
-	for (k = 0; s && k < w->n; k++)
-		if (!strcmp(s, w->chain[k].name))
-			return k;
-	return -1;
-}
-
-/*
- * A stack counts if its leaf is in the workload: one of its functions, or
- * libc (through a PLT stub or not). It is complete if its program frames
- * are exactly the workload's callers, in order, up to main, and the
- * frames between them are in libc's text where the program calls libc,
- * each one a return address right after a call instruction. The rules of
- * sframe_libc_test's classify().
- */
-static void classify(const struct workload *w, const struct ustack *st,
-		     struct result *r, bool verbose)
-{
-	unsigned int i = 0, run, ras = 0, bad = 0, lead;
-	bool plt = st->nr && in_plt(st->ip[0]);
-	int k;
-
-	/* Leading frames on the way into libc: a PLT stub, libc's code. */
-	if (plt && !in_libc(st->ip[0]))
-		i = 1;
-	while (i < st->nr && in_libc(st->ip[i]))
-		i++;
-	lead = i;
-	k = i < st->nr ? chain_index(w, st->ip[i]) : -1;
-	/* Or the leaf is one of the workload's functions, not their callers. */
-	if (!lead && (k < 0 || k >= w->n - w->callers))
-		return;
-	r->in_work++;
-	if (st->nr && in_libc(st->ip[0]))
-		r->libc_leaf++;
-	if (lead > (plt && !in_libc(st->ip[0])))
-		r->through_libc++;
-	if (lead && (k < 0 || !w->chain[k].calls_libc))
-		goto wrong;
-	for (run = 1; run < lead; run++, ras++)
-		bad += !after_call(st->ip[run]);
-	while (strcmp(w->chain[k].name, "main")) {
-		i++;
-		if (w->chain[k].called_by_libc) {
-			run = 0;
-			while (i < st->nr && in_libc(st->ip[i])) {
-				bad += !after_call(st->ip[i]);
-				ras++;
-				run++;
-				i++;
-			}
-			if (run && !lead)
-				r->through_libc++;
-			if (!run)
-				goto wrong;
-		}
-		if (i >= st->nr)
-			goto wrong;
-		if (chain_index(w, st->ip[i]) != ++k)
-			goto wrong;
-	}
-	r->complete++;
-	if (in_libc(st->ip[0]))
-		r->complete_libc_leaf++;
-	r->libc_ras += ras;
-	r->implausible += bad;
-	if (bad && verbose && r->implausible - bad < 3)
-		print_stack("libc frame not after a call", st);
-	return;
-wrong:
-	if (plt && st->nr == 1 && in_libc(st->ip[0])) {
-		r->plt_cut++;
-	} else if (st->nr && in_libc(st->ip[st->nr - 1])) {
-		if (++r->ends_in_libc <= 3 && verbose)
-			print_stack("ends in libc", st);
-	} else {
-		if (++r->wrong <= 3 && verbose)
-			print_stack("wrong stack", st);
-	}
-}
 
 /* Stacks whose leaf is in the library's chain, and those complete to main. */
 static void classify_dl(const struct ustack *st, struct result *r, bool verbose)
@@ -877,7 +629,7 @@ NOIPA int child_main(int argc, char **argv)
 	struct cmd m;
 	unsigned int i;
 
-	if (sym_init() || !dl_iterate_phdr(find_libc, NULL))
+	if (sym_init() || libc_init())
 		return 2;
 	zero_fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	if (zero_fd < 0)
@@ -902,7 +654,7 @@ NOIPA int child_main(int argc, char **argv)
 		dl.chain = dlsym(h, "dl_chain");
 	}
 	while (read(cmd_fd, &m, sizeof(m)) == sizeof(m)) {
-		const struct workload *w = NULL;
+		const struct libc_workload *w = NULL;
 		double seconds = m.msec / 1000.0;
 		struct result r = {};
 		int err = -EINVAL;
@@ -933,7 +685,7 @@ NOIPA int child_main(int argc, char **argv)
 		r.deferred = stacks.deferred;
 		for (i = 0; i < stacks.nr; i++) {
 			if (w)
-				classify(w, &stacks.s[i], &r, m.op == 'q');
+				libc_classify(w, &stacks.s[i], &r.t, m.op == 'q');
 			else
 				classify_dl(&stacks.s[i], &r, true);
 		}
@@ -1040,12 +792,12 @@ static int child_stop(struct child *c)
 static void print_result(const char *what, const struct result *r)
 {
 	printf("# %s: %u stacks (%u lost; %u whole at sample time, %u deferred), %u in the workload (%u leaf in libc, %u through libc); %u complete (%.1f%%), %u end in libc, %u wrong, %u cut at a PLT stub\n",
-	       what, r->stacks, r->lost, r->whole, r->deferred, r->in_work,
-	       r->libc_leaf, r->through_libc, r->complete,
-	       r->in_work ? 100.0 * r->complete / r->in_work : 0.0,
-	       r->ends_in_libc, r->wrong, r->plt_cut);
+	       what, r->stacks, r->lost, r->whole, r->deferred, r->t.in_work,
+	       r->t.libc_leaf, r->t.through_libc, r->t.complete,
+	       r->t.in_work ? 100.0 * r->t.complete / r->t.in_work : 0.0,
+	       r->t.ends_in_libc, r->t.wrong, r->t.plt_cut);
 	printf("#   libc return addresses %u (%u not after a call); sections %llu -> %llu, sframe_frames +%llu, fp_fallbacks +%llu, errors +%llu, dropped %llu\n",
-	       r->libc_ras, r->implausible,
+	       r->t.libc_ras, r->t.implausible,
 	       (unsigned long long)r->before.nr_sections,
 	       (unsigned long long)r->after.nr_sections,
 	       (unsigned long long)(r->after.sframe_frames - r->before.sframe_frames),
@@ -1129,8 +881,8 @@ TEST_F_TIMEOUT(libc, already_running, 120)
 	/* Running, sampled: libc's frames left to the frame-pointer rule. */
 	ASSERT_EQ(0, child_run(&c, 'q', 1000, &before));
 	print_result("qsort before the attach", &before);
-	ASSERT_GE(before.in_work, 20u);
-	EXPECT_LT(before.complete * 2, before.in_work);
+	ASSERT_GE(before.t.in_work, 20u);
+	EXPECT_LT(before.t.complete * 2, before.t.in_work);
 	EXPECT_GT(before.after.fp_fallbacks - before.before.fp_fallbacks, 0ull);
 
 	/* The libc the child maps, with its section: attached. */
@@ -1146,19 +898,19 @@ TEST_F_TIMEOUT(libc, already_running, 120)
 	ASSERT_EQ(0, child_run(&c, 'p', 200, &prime));
 	print_result("system calls in libc, sampled in the kernel", &prime);
 	ASSERT_GT(prime.deferred, 0u) TH_LOG("no deferred stack from samples taken in the kernel");
-	EXPECT_GT(prime.complete_libc_leaf, 0u);
+	EXPECT_GT(prime.t.complete_libc_leaf, 0u);
 
 	/* The same child: every stack through libc complete, no error. */
 	ASSERT_EQ(0, child_run(&c, 'q', 1000, &after));
 	print_result("qsort after the attach", &after);
-	ASSERT_GE(after.in_work, 20u);
-	EXPECT_GT(after.through_libc * 2, after.in_work);
-	EXPECT_EQ(after.in_work, after.complete);
-	EXPECT_EQ(0u, after.plt_cut);
-	EXPECT_GT(after.libc_ras, 0u);
-	EXPECT_EQ(0u, after.implausible);
+	ASSERT_GE(after.t.in_work, 20u);
+	EXPECT_GT(after.t.through_libc * 2, after.t.in_work);
+	EXPECT_EQ(after.t.in_work, after.t.complete);
+	EXPECT_EQ(0u, after.t.plt_cut);
+	EXPECT_GT(after.t.libc_ras, 0u);
+	EXPECT_EQ(0u, after.t.implausible);
 	EXPECT_GE(after.after.sframe_frames - after.before.sframe_frames,
-		  (unsigned long long)after.complete);
+		  (unsigned long long)after.t.complete);
 	/* libc is one registration more in the child's address space. */
 	EXPECT_EQ(before.after.nr_sections + 1, after.after.nr_sections);
 	EXPECT_EQ(before.before.errors, after.after.errors);
@@ -1241,10 +993,10 @@ TEST_F_TIMEOUT(libc, agent_running, 180)
 	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
 	ASSERT_TRUE(libc_attached) TH_LOG("the agent did not attach %s", self->path);
 	EXPECT_EQ(attached, detached);
-	EXPECT_LT(before.complete * 2, before.in_work);
-	ASSERT_GE(after.in_work, 20u);
-	EXPECT_EQ(after.in_work, after.complete);
-	EXPECT_EQ(0u, after.implausible);
+	EXPECT_LT(before.t.complete * 2, before.t.in_work);
+	ASSERT_GE(after.t.in_work, 20u);
+	EXPECT_EQ(after.t.in_work, after.t.complete);
+	EXPECT_EQ(0u, after.t.implausible);
 	EXPECT_EQ(before.before.errors, after.after.errors);
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
 }
@@ -1292,8 +1044,8 @@ TEST_F_TIMEOUT(libc, shared, 120)
 		if (r[i].status)
 			continue;
 		attached += r[i].after.nr_sections == r[i].before.nr_sections + 1;
-		used += r[i].complete_libc_leaf > 0;
-		if (!r[i].deferred || !r[i].complete_libc_leaf)
+		used += r[i].t.complete_libc_leaf > 0;
+		if (!r[i].deferred || !r[i].t.complete_libc_leaf)
 			print_result("child without a complete stack through libc", &r[i]);
 	}
 	printf("# %u children: %u got libc attached, %u a complete stack from libc\n",
@@ -1416,6 +1168,31 @@ static struct unwind_user_file file_of(const struct lib_copy *lc)
 	return f;
 }
 
+/*
+ * The setup of the fixtures with a copy: skip without the operations or
+ * the library, else the copy in @lc, and whether the kernel counts the
+ * machine's tables in @have (those it has now in @t0).
+ */
+static void lib_fixture_setup(struct __test_metadata *_metadata,
+			      struct lib_copy *lc, int *have,
+			      struct file_info *t0)
+{
+	const char *why = file_ops_missing();
+	int ret;
+
+	lc->fd = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	ret = lib_copy_init(lc);
+	if (ret)
+		lib_copy_fini(lc);
+	if (ret == 1)
+		SKIP(return, "no libsframe_dl.so next to this program");
+	ASSERT_EQ(0, ret) TH_LOG("copy of libsframe_dl.so: %s", strerror(errno));
+	*have = query_files(t0);
+	ASSERT_LE(0, *have);
+}
+
 FIXTURE(lib) {
 	struct lib_copy lc;
 	struct file_info t0;	/* the machine's tables before the test */
@@ -1424,20 +1201,7 @@ FIXTURE(lib) {
 
 FIXTURE_SETUP(lib)
 {
-	const char *why = file_ops_missing();
-	int ret;
-
-	self->lc.fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ret = lib_copy_init(&self->lc);
-	if (ret)
-		lib_copy_fini(&self->lc);
-	if (ret == 1)
-		SKIP(return, "no libsframe_dl.so next to this program");
-	ASSERT_EQ(0, ret) TH_LOG("copy of libsframe_dl.so: %s", strerror(errno));
-	self->have = query_files(&self->t0);
-	ASSERT_LE(0, self->have);
+	lib_fixture_setup(_metadata, &self->lc, &self->have, &self->t0);
 }
 
 FIXTURE_TEARDOWN(lib)
@@ -1963,18 +1727,12 @@ TEST_F(lib, detach_attach_again)
 TEST_F_TIMEOUT(lib, fault_injection, 120)
 {
 	const struct unwind_user_file f = file_of(&self->lc);
+	const char *why = fail_nth_missing();
 	unsigned int n, failed = 0;
 	long ret;
-	int err;
 
-	if (getuid())
-		SKIP(return, "needs root for debugfs");
-	err = fault_injection_setup();
-	if (err)
-		SKIP(return, "no fault injection (%s): CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS",
-		     strerror(-err));
-	if (fail_nth_open())
-		SKIP(return, "no /proc/thread-self/fail-nth");
+	if (why)
+		SKIP(return, "%s", why);
 
 	for (n = 1; n < MAX_NTH; n++) {
 		bool hit;
@@ -2052,21 +1810,9 @@ FIXTURE_VARIANT_ADD(stale, renamed_over) { .change = RENAME };
 
 FIXTURE_SETUP(stale)
 {
-	const char *why = file_ops_missing();
 	struct file_info t;
-	int ret;
 
-	self->lc.fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ret = lib_copy_init(&self->lc);
-	if (ret)
-		lib_copy_fini(&self->lc);
-	if (ret == 1)
-		SKIP(return, "no libsframe_dl.so next to this program");
-	ASSERT_EQ(0, ret) TH_LOG("copy of libsframe_dl.so: %s", strerror(errno));
-	self->have = query_files(&t);
-	ASSERT_LE(0, self->have);
+	lib_fixture_setup(_metadata, &self->lc, &self->have, &t);
 }
 
 FIXTURE_TEARDOWN(stale)

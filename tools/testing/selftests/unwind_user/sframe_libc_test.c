@@ -45,7 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -130,52 +129,29 @@ NOIPA void run_work(void *arg)
 	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
 }
 
-/*
- * The program frames a stack must name, innermost first: whether a
- * function calls libc (so that libc frames may come before it), and
- * whether libc calls it back (so that libc frames must come after it).
- */
-struct frame {
-	const char *name;
-	bool calls_libc;
-	bool called_by_libc;
-};
-
-#define WORK_MAX 8
-
+/* The workloads, and their program frames (see libc_classify()). */
 static const struct workload {
 	const char *name;
 	void (*fn)(unsigned long seed);
-	struct frame chain[WORK_MAX];
-	int n;
+	struct libc_workload expect;
 } workloads[] = {
-	{ "qsort", sort_work, {
+	{ "qsort", sort_work, { {
 		{ "cmp_cb", false, true }, { "sort_work", true },
 		{ "run_work", true }, { "sample_stacks", true },
-		{ "child_main" }, { "main" } }, 6 },
-	{ "memcpy", copy_work, {
+		{ "child_main" }, { "main" } }, 6, 3 } },
+	{ "memcpy", copy_work, { {
 		{ "copy_work", true }, { "run_work", true },
-		{ "sample_stacks", true }, { "child_main" }, { "main" } }, 5 },
-	{ "snprintf", fmt_work, {
+		{ "sample_stacks", true }, { "child_main" }, { "main" } }, 5, 3 } },
+	{ "snprintf", fmt_work, { {
 		{ "fmt_work", true }, { "run_work", true },
-		{ "sample_stacks", true }, { "child_main" }, { "main" } }, 5 },
+		{ "sample_stacks", true }, { "child_main" }, { "main" } }, 5, 3 } },
 };
 
 /* What a child found, passed back through a pipe. */
 struct result {
 	unsigned int stacks;
 	unsigned int lost;
-	unsigned int in_work;		/* leaf in the workload or in libc */
-	unsigned int libc_leaf;		/* of those, leaf in libc */
-	unsigned int plt_leaf;		/* of those, leaf in a PLT stub */
-	unsigned int through_libc;	/* of those, with a libc frame */
-	unsigned int complete;		/* program frames right up to main */
-	unsigned int ends_in_libc;	/* the others: last frame in libc */
-	unsigned int wrong;		/* the others: a wrong frame */
-	unsigned int plt_cut;		/* the others: cut at a libc PLT stub */
-	unsigned int libc_ras;		/* libc return addresses in complete ones */
-	unsigned int implausible;	/* of those, not right after a call */
-	unsigned int max_libc_run;	/* most libc frames in a row */
+	struct libc_tally t;		/* the workload's stacks */
 	struct unwind_user_info before, after;
 	/* dlopen child: sections and cache mappings with libm and after */
 	unsigned int dl_sections_open, dl_sections_closed;
@@ -185,229 +161,6 @@ struct result {
 	unsigned int cache_maps;
 	unsigned int secure;
 };
-
-/* libc's executable PT_LOAD, and its load bias. */
-static uint64_t libc_start, libc_end, libc_base;
-
-/*
- * PLT stubs (.plt, .plt.got, .plt.sec) of the program and of libc. ld
- * gives the program's SFrame entries for its .plt; sframe-synth gives
- * libc's, from the CFA expression of their .eh_frame FDE (a PC-mask FDE,
- * as ld writes), so a stack whose leaf is in one of libc's goes on too.
- */
-static struct {
-	uint64_t start, end;
-} plts[8];
-static unsigned int nr_plts;
-
-static void add_plts(const char *path, uint64_t bias)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	const Elf64_Shdr *sh;
-	const Elf64_Ehdr *eh;
-	const char *names;
-	struct stat st;
-	char *map;
-	int i;
-
-	if (fd < 0 || fstat(fd, &st))
-		goto out;
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED)
-		goto out;
-	eh = (const Elf64_Ehdr *)map;
-	sh = (const Elf64_Shdr *)(map + eh->e_shoff);
-	names = map + sh[eh->e_shstrndx].sh_offset;
-	for (i = 0; i < eh->e_shnum && nr_plts < ARRAY_SIZE(plts); i++) {
-		if (!(sh[i].sh_flags & SHF_EXECINSTR) ||
-		    strncmp(names + sh[i].sh_name, ".plt", 4))
-			continue;
-		plts[nr_plts].start = bias + sh[i].sh_addr;
-		plts[nr_plts].end = bias + sh[i].sh_addr + sh[i].sh_size;
-		nr_plts++;
-	}
-	munmap(map, st.st_size);
-out:
-	if (fd >= 0)
-		close(fd);
-}
-
-static bool in_plt(uint64_t ip)
-{
-	unsigned int i;
-
-	for (i = 0; i < nr_plts; i++)
-		if (ip >= plts[i].start && ip < plts[i].end)
-			return true;
-	return false;
-}
-
-static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	const char *n = strrchr(info->dlpi_name, '/');
-	int i;
-
-	/* The program comes first, without a name. */
-	if (!*info->dlpi_name && !nr_plts)
-		add_plts("/proc/self/exe", info->dlpi_addr);
-	if (!n || strcmp(n, "/libc.so.6"))
-		return 0;
-	add_plts(info->dlpi_name, info->dlpi_addr);
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-
-		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
-			libc_base = info->dlpi_addr;
-			libc_start = info->dlpi_addr + p->p_vaddr;
-			libc_end = libc_start + p->p_memsz;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-static bool in_libc(uint64_t ip)
-{
-	return ip >= libc_start && ip < libc_end;
-}
-
-/* Length of ModRM (+ SIB, displacement) of ff /2, call indirect; else 0. */
-static int call_modrm_len(const uint8_t *m)
-{
-	int mod = m[0] >> 6, reg = (m[0] >> 3) & 7, rm = m[0] & 7, n = 1;
-
-	if (reg != 2)
-		return 0;
-	if (mod == 3)
-		return n;
-	if (rm == 4) {
-		n++;
-		if (mod == 0 && (m[1] & 7) == 5)
-			n += 4;
-	} else if (mod == 0 && rm == 5) {
-		n += 4;
-	}
-	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
-}
-
-/* Is @ra in libc's text, right after a call (e8 rel32, or ff /2)? */
-static bool after_call(uint64_t ra)
-{
-	const uint8_t *p = (const uint8_t *)(uintptr_t)ra;
-	int len;
-
-	if (!in_libc(ra) || ra - 7 < libc_start)
-		return false;
-	if (p[-5] == 0xe8)
-		return true;
-	for (len = 2; len <= 7; len++)
-		if (p[-len] == 0xff && call_modrm_len(p - len + 1) == len - 1)
-			return true;
-	return false;
-}
-
-/* Print @st: the program's symbols, libc's offsets, other addresses. */
-static void print_stack(const char *prefix, const struct ustack *st)
-{
-	unsigned int i;
-
-	printf("# %s (%u frames):", prefix, st->nr);
-	for (i = 0; i < st->nr && i < 24; i++) {
-		const char *s = sym_name(st->ip[i]);
-
-		if (in_libc(st->ip[i]))
-			printf(" libc+%#llx",
-			       (unsigned long long)(st->ip[i] - libc_base));
-		else if (s)
-			printf(" %s", s);
-		else
-			printf(" %#llx", (unsigned long long)st->ip[i]);
-	}
-	printf("%s\n", st->nr > i ? " ..." : "");
-}
-
-static int chain_index(const struct workload *w, uint64_t ip)
-{
-	const char *s = sym_name(ip);
-	int k;
-
-	for (k = 0; s && k < w->n; k++)
-		if (!strcmp(s, w->chain[k].name))
-			return k;
-	return -1;
-}
-
-static void classify(const struct workload *w, const struct ustack *st,
-		     struct result *r)
-{
-	unsigned int i = 0, run, ras = 0, bad = 0, lead;
-	bool plt = st->nr && in_plt(st->ip[0]);
-	int k;
-
-	/* Leading frames on the way into libc: a PLT stub, libc's code. */
-	if (plt && !in_libc(st->ip[0]))
-		i = 1;
-	while (i < st->nr && in_libc(st->ip[i]))
-		i++;
-	lead = i;
-	k = i < st->nr ? chain_index(w, st->ip[i]) : -1;
-	/*
-	 * Or the leaf is one of the workload's functions: not one of their
-	 * callers (the last three: sample_stacks, child_main, main).
-	 */
-	if (!lead && (k < 0 || k >= w->n - 3))
-		return;
-	r->in_work++;
-	r->plt_leaf += plt;
-	if (st->nr && in_libc(st->ip[0]))
-		r->libc_leaf++;
-	if (lead > (plt && !in_libc(st->ip[0])))
-		r->through_libc++;
-	if (lead && (k < 0 || !w->chain[k].calls_libc))
-		goto wrong;
-	for (run = 1; run < lead; run++, ras++)
-		bad += !after_call(st->ip[run]);
-	if (lead > r->max_libc_run)
-		r->max_libc_run = lead;
-	while (strcmp(w->chain[k].name, "main")) {
-		i++;
-		if (w->chain[k].called_by_libc) {
-			run = 0;
-			while (i < st->nr && in_libc(st->ip[i])) {
-				bad += !after_call(st->ip[i]);
-				ras++;
-				run++;
-				i++;
-			}
-			if (run && !lead)
-				r->through_libc++;
-			if (run > r->max_libc_run)
-				r->max_libc_run = run;
-			if (!run)
-				goto wrong;
-		}
-		if (i >= st->nr)
-			goto wrong;
-		if (chain_index(w, st->ip[i]) != ++k)
-			goto wrong;
-	}
-	r->complete++;
-	r->libc_ras += ras;
-	r->implausible += bad;
-	if (bad && r->implausible - bad < 3)
-		print_stack("libc frame not after a call", st);
-	return;
-wrong:
-	if (plt && st->nr == 1 && in_libc(st->ip[0])) {
-		r->plt_cut++;
-	} else if (st->nr && in_libc(st->ip[st->nr - 1])) {
-		if (++r->ends_in_libc <= 3)
-			print_stack("ends in libc", st);
-	} else {
-		if (++r->wrong <= 3)
-			print_stack("wrong stack", st);
-	}
-}
 
 /*
  * Mappings of files whose path contains @name, from /proc/self/maps; only
@@ -437,7 +190,7 @@ NOIPA int child_main(const char *name, int fd)
 	struct unwind_user_info info;
 	unsigned int i;
 
-	if (sym_init() || !dl_iterate_phdr(find_libc, NULL))
+	if (sym_init() || libc_init())
 		return 2;
 	if (!strcmp(name, "query")) {
 		/* What the module registered and mapped, nothing more. */
@@ -512,7 +265,7 @@ NOIPA int child_main(const char *name, int fd)
 	r.stacks = stacks.nr;
 	r.lost = stacks.lost;
 	for (i = 0; i < stacks.nr; i++)
-		classify(w, &stacks.s[i], &r);
+		libc_classify(&w->expect, &stacks.s[i], &r.t, true);
 	fflush(stdout);
 	return write(fd, &r, sizeof(r)) == sizeof(r) ? 0 : 4;
 }
@@ -800,12 +553,12 @@ static int run_child(const char *name, enum mode mode, struct result *r,
 static void print_result(const char *name, enum mode mode, const struct result *r)
 {
 	printf("# %s, %s: %u stacks (%u lost), %u in the workload (%u leaf in libc, %u in a PLT stub, %u through libc); %u reach main (%.1f%%), %u cut at a libc PLT stub, %u end in libc, %u wrong\n",
-	       name, mode_name[mode], r->stacks, r->lost, r->in_work,
-	       r->libc_leaf, r->plt_leaf, r->through_libc, r->complete,
-	       r->in_work ? 100.0 * r->complete / r->in_work : 0.0,
-	       r->plt_cut, r->ends_in_libc, r->wrong);
+	       name, mode_name[mode], r->stacks, r->lost, r->t.in_work,
+	       r->t.libc_leaf, r->t.plt_leaf, r->t.through_libc, r->t.complete,
+	       r->t.in_work ? 100.0 * r->t.complete / r->t.in_work : 0.0,
+	       r->t.plt_cut, r->t.ends_in_libc, r->t.wrong);
 	printf("#   libc return addresses %u (%u not after a call), up to %u libc frames in a row; sections %llu, sframe_frames +%llu, fp_fallbacks +%llu, errors +%llu, dropped %llu\n",
-	       r->libc_ras, r->implausible, r->max_libc_run,
+	       r->t.libc_ras, r->t.implausible, r->t.max_libc_run,
 	       (unsigned long long)r->after.nr_sections,
 	       (unsigned long long)(r->after.sframe_frames - r->before.sframe_frames),
 	       (unsigned long long)(r->after.fp_fallbacks - r->before.fp_fallbacks),
@@ -855,16 +608,16 @@ TEST_F(libc, with_audit)
 	EXPECT_EQ(3, r->after.nr_sections);
 	/* Nothing failed that the module would report. */
 	EXPECT_STREQ("", self->err);
-	ASSERT_GE(r->in_work, 20);
-	EXPECT_GT(r->through_libc * 2, r->in_work);
+	ASSERT_GE(r->t.in_work, 20);
+	EXPECT_GT(r->t.through_libc * 2, r->t.in_work);
 	/* Complete, with a leaf in one of libc's PLT stubs too. */
-	EXPECT_EQ(r->in_work, r->complete);
-	EXPECT_EQ(0, r->plt_cut);
+	EXPECT_EQ(r->t.in_work, r->t.complete);
+	EXPECT_EQ(0, r->t.plt_cut);
 	if (variant->nested)
-		EXPECT_GT(r->libc_ras, 0);
-	EXPECT_EQ(0, r->implausible);
+		EXPECT_GT(r->t.libc_ras, 0);
+	EXPECT_EQ(0, r->t.implausible);
 	EXPECT_GE(r->after.sframe_frames - r->before.sframe_frames,
-		  (unsigned long long)r->complete);
+		  (unsigned long long)r->t.complete);
 	EXPECT_EQ(r->before.errors, r->after.errors);
 	EXPECT_EQ(0, r->after.dropped);
 }
@@ -884,8 +637,8 @@ TEST_F(libc, without_audit)
 			       sizeof(self->err)));
 	print_result(variant->name, NO_AUDIT, r);
 	EXPECT_EQ(1, r->after.nr_sections);
-	ASSERT_GE(r->in_work, 20);
-	EXPECT_LT(r->complete * 2, r->in_work);
+	ASSERT_GE(r->t.in_work, 20);
+	EXPECT_LT(r->t.complete * 2, r->t.in_work);
 	EXPECT_GT(r->after.fp_fallbacks - r->before.fp_fallbacks, 0);
 }
 
@@ -905,8 +658,8 @@ TEST(empty_cache)
 	ASSERT_EQ(0, run_child("qsort", AUDIT_EMPTY_CACHE, &r, err, sizeof(err)));
 	print_result("qsort", AUDIT_EMPTY_CACHE, &r);
 	EXPECT_EQ(1, r.after.nr_sections);
-	ASSERT_GE(r.in_work, 20);
-	EXPECT_LT(r.complete * 2, r.in_work);
+	ASSERT_GE(r.t.in_work, 20);
+	EXPECT_LT(r.t.complete * 2, r.t.in_work);
 	EXPECT_NE(NULL, strstr(err, "libc.so.6: no synthesized section in the cache"));
 	EXPECT_NE(NULL, strstr(err, "ld-linux-x86-64.so.2: no synthesized section"));
 }

@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,25 @@ bool fail_nth_hit(void)
 	hit = atoi(buf) == 0;
 	fail_nth(0);
 	return hit;
+}
+
+const char *fail_nth_missing(void)
+{
+	static char why[256];
+	int err;
+
+	if (getuid())
+		return "needs root for debugfs";
+	err = fault_injection_setup();
+	if (err) {
+		snprintf(why, sizeof(why),
+			 "no fault injection (%s): CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC, CONFIG_FAULT_INJECTION_DEBUG_FS",
+			 strerror(-err));
+		return why;
+	}
+	if (fail_nth_open())
+		return "no /proc/thread-self/fail-nth";
+	return NULL;
 }
 
 double now_seconds(void)
@@ -524,4 +544,234 @@ struct tally chain_check(const struct stacks *s, const char *const *chain,
 		}
 	}
 	return t;
+}
+
+/* libc's executable PT_LOAD, and its load bias. */
+static uint64_t libc_start, libc_end, libc_base;
+
+/*
+ * PLT stubs (.plt, .plt.got, .plt.sec) of the program and of libc. ld
+ * gives the program's SFrame entries for its .plt; sframe-synth gives
+ * libc's, from the CFA expression of their .eh_frame FDE (a PC-mask FDE,
+ * as ld writes), so a stack whose leaf is in one of libc's goes on too.
+ */
+static struct {
+	uint64_t start, end;
+} plts[8];
+static unsigned int nr_plts;
+
+static void add_plts(const char *path, uint64_t bias)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	const Elf64_Shdr *sh;
+	const Elf64_Ehdr *eh;
+	const char *names;
+	struct stat st;
+	char *map;
+	int i;
+
+	if (fd < 0 || fstat(fd, &st))
+		goto out;
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		goto out;
+	eh = (const Elf64_Ehdr *)map;
+	sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+	names = map + sh[eh->e_shstrndx].sh_offset;
+	for (i = 0; i < eh->e_shnum && nr_plts < ARRAY_SIZE(plts); i++) {
+		if (!(sh[i].sh_flags & SHF_EXECINSTR) ||
+		    strncmp(names + sh[i].sh_name, ".plt", 4))
+			continue;
+		plts[nr_plts].start = bias + sh[i].sh_addr;
+		plts[nr_plts].end = bias + sh[i].sh_addr + sh[i].sh_size;
+		nr_plts++;
+	}
+	munmap(map, st.st_size);
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+static bool in_plt(uint64_t ip)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_plts; i++)
+		if (ip >= plts[i].start && ip < plts[i].end)
+			return true;
+	return false;
+}
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *n = strrchr(info->dlpi_name, '/');
+	int i;
+
+	(void)size;
+	(void)arg;
+
+	/* The program comes first, without a name. */
+	if (!*info->dlpi_name && !nr_plts)
+		add_plts("/proc/self/exe", info->dlpi_addr);
+	if (!n || strcmp(n, "/libc.so.6"))
+		return 0;
+	add_plts(info->dlpi_name, info->dlpi_addr);
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
+			libc_base = info->dlpi_addr;
+			libc_start = info->dlpi_addr + p->p_vaddr;
+			libc_end = libc_start + p->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int libc_init(void)
+{
+	return dl_iterate_phdr(find_libc, NULL) ? 0 : -1;
+}
+
+static bool in_libc(uint64_t ip)
+{
+	return ip >= libc_start && ip < libc_end;
+}
+
+/* Length of ModRM (+ SIB, displacement) of ff /2, call indirect; else 0. */
+static int call_modrm_len(const uint8_t *m)
+{
+	int mod = m[0] >> 6, reg = (m[0] >> 3) & 7, rm = m[0] & 7, n = 1;
+
+	if (reg != 2)
+		return 0;
+	if (mod == 3)
+		return n;
+	if (rm == 4) {
+		n++;
+		if (mod == 0 && (m[1] & 7) == 5)
+			n += 4;
+	} else if (mod == 0 && rm == 5) {
+		n += 4;
+	}
+	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+}
+
+/* Is @ra in libc's text, right after a call (e8 rel32, or ff /2)? */
+static bool after_call(uint64_t ra)
+{
+	const uint8_t *p = (const uint8_t *)(uintptr_t)ra;
+	int len;
+
+	if (!in_libc(ra) || ra - 7 < libc_start)
+		return false;
+	if (p[-5] == 0xe8)
+		return true;
+	for (len = 2; len <= 7; len++)
+		if (p[-len] == 0xff && call_modrm_len(p - len + 1) == len - 1)
+			return true;
+	return false;
+}
+
+/* Print @st: the program's symbols, libc's offsets, other addresses. */
+static void libc_stack_print(const char *prefix, const struct ustack *st)
+{
+	unsigned int i;
+
+	printf("# %s (%u frames):", prefix, st->nr);
+	for (i = 0; i < st->nr && i < 24; i++) {
+		const char *s = sym_name(st->ip[i]);
+
+		if (in_libc(st->ip[i]))
+			printf(" libc+%#llx",
+			       (unsigned long long)(st->ip[i] - libc_base));
+		else if (s)
+			printf(" %s", s);
+		else
+			printf(" %#llx", (unsigned long long)st->ip[i]);
+	}
+	printf("%s\n", st->nr > i ? " ..." : "");
+}
+
+static int chain_index(const struct libc_workload *w, uint64_t ip)
+{
+	const char *s = sym_name(ip);
+	int k;
+
+	for (k = 0; s && k < w->n; k++)
+		if (!strcmp(s, w->chain[k].name))
+			return k;
+	return -1;
+}
+
+void libc_classify(const struct libc_workload *w, const struct ustack *st,
+		   struct libc_tally *t, bool verbose)
+{
+	unsigned int i = 0, run, ras = 0, bad = 0, lead;
+	bool plt = st->nr && in_plt(st->ip[0]);
+	int k;
+
+	/* Leading frames on the way into libc: a PLT stub, libc's code. */
+	if (plt && !in_libc(st->ip[0]))
+		i = 1;
+	while (i < st->nr && in_libc(st->ip[i]))
+		i++;
+	lead = i;
+	k = i < st->nr ? chain_index(w, st->ip[i]) : -1;
+	/* Or the leaf is one of the workload's functions, not their callers. */
+	if (!lead && (k < 0 || k >= w->n - w->callers))
+		return;
+	t->in_work++;
+	t->plt_leaf += plt;
+	if (st->nr && in_libc(st->ip[0]))
+		t->libc_leaf++;
+	if (lead > (plt && !in_libc(st->ip[0])))
+		t->through_libc++;
+	if (lead && (k < 0 || !w->chain[k].calls_libc))
+		goto wrong;
+	for (run = 1; run < lead; run++, ras++)
+		bad += !after_call(st->ip[run]);
+	if (lead > t->max_libc_run)
+		t->max_libc_run = lead;
+	while (strcmp(w->chain[k].name, "main")) {
+		i++;
+		if (w->chain[k].called_by_libc) {
+			run = 0;
+			while (i < st->nr && in_libc(st->ip[i])) {
+				bad += !after_call(st->ip[i]);
+				ras++;
+				run++;
+				i++;
+			}
+			if (run && !lead)
+				t->through_libc++;
+			if (run > t->max_libc_run)
+				t->max_libc_run = run;
+			if (!run)
+				goto wrong;
+		}
+		if (i >= st->nr)
+			goto wrong;
+		if (chain_index(w, st->ip[i]) != ++k)
+			goto wrong;
+	}
+	t->complete++;
+	if (in_libc(st->ip[0]))
+		t->complete_libc_leaf++;
+	t->libc_ras += ras;
+	t->implausible += bad;
+	if (bad && verbose && t->implausible - bad < 3)
+		libc_stack_print("libc frame not after a call", st);
+	return;
+wrong:
+	if (plt && st->nr == 1 && in_libc(st->ip[0])) {
+		t->plt_cut++;
+	} else if (st->nr && in_libc(st->ip[st->nr - 1])) {
+		if (++t->ends_in_libc <= 3 && verbose)
+			libc_stack_print("ends in libc", st);
+	} else {
+		if (++t->wrong <= 3 && verbose)
+			libc_stack_print("wrong stack", st);
+	}
 }

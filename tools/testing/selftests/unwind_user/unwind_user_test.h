@@ -138,6 +138,62 @@ struct tally chain_check(const struct stacks *s, const char *const *chain,
 			 int n, const char *root, int verbose);
 
 /*
+ * Stacks through the process's libc.so.6, which has neither SFrame nor
+ * frame pointers (sframe_libc_test, sframe_file_test). A program frame such
+ * a stack must have: whether the function calls libc (so that libc frames
+ * may come before it), and whether libc calls it back (so that libc frames
+ * must come after it).
+ */
+struct libc_frame {
+	const char *name;
+	bool calls_libc;
+	bool called_by_libc;
+};
+
+#define LIBC_WORK_MAX	8
+
+/* A workload's program frames, innermost first, up to main. */
+struct libc_workload {
+	struct libc_frame chain[LIBC_WORK_MAX];
+	int n;
+	int callers;	/* the last frames: the workload's callers, not its own */
+};
+
+/* What libc_classify() found. */
+struct libc_tally {
+	unsigned int in_work;		/* leaf in the workload or in libc */
+	unsigned int libc_leaf;		/* of those, leaf in libc */
+	unsigned int plt_leaf;		/* of those, leaf in a PLT stub */
+	unsigned int through_libc;	/* of those, with a libc frame */
+	unsigned int complete;		/* program frames right up to main */
+	unsigned int complete_libc_leaf;/* of those, leaf in libc */
+	unsigned int ends_in_libc;	/* the others: last frame in libc */
+	unsigned int wrong;		/* the others: a wrong frame */
+	unsigned int plt_cut;		/* the others: cut at a libc PLT stub */
+	unsigned int libc_ras;		/* libc return addresses in complete ones */
+	unsigned int implausible;	/* of those, not right after a call */
+	unsigned int max_libc_run;	/* most libc frames in a row */
+};
+
+/*
+ * Find libc's text and the PLT stubs of libc and of this program, which
+ * libc_classify() needs: 0, or -1 if this process has no libc.so.6.
+ */
+int libc_init(void);
+
+/*
+ * Count @st in @t if its leaf is in workload @w: one of its functions, or
+ * libc (through a PLT stub or not). It is complete if its program frames
+ * are exactly @w's chain, in order, up to main, and the frames between
+ * them are in libc's text where the program calls libc, each one a return
+ * address right after a call instruction. With @verbose, the first few
+ * stacks that are not (or whose libc frames are not after a call) are
+ * printed.
+ */
+void libc_classify(const struct libc_workload *w, const struct ustack *st,
+		   struct libc_tally *t, bool verbose);
+
+/*
  * Fault injection: make /proc/thread-self/fail-nth fail sleeping
  * allocations of any order too, quietly (0 or -errno: no debugfs knobs).
  */
@@ -149,6 +205,11 @@ void fail_nth_close(void);
 int fail_nth(unsigned int n);
 /* After the call: did the failure happen? Disarms it. */
 bool fail_nth_hit(void);
+/*
+ * Root's fault_injection_setup() and fail_nth_open(): NULL, or why the
+ * tests of allocation failures cannot run (what they skip with).
+ */
+const char *fail_nth_missing(void);
 
 /* prctl(PR_UNWIND_USER, UNWIND_USER_QUERY): 0 or -errno. */
 static inline long unwind_query(struct unwind_user_info *info)

@@ -7,45 +7,19 @@
 //! the operation, the real attach test attaches `/bin/true`'s section.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use object::read::elf::ProgramHeader;
 use object::{Object, ObjectSection};
 use sframe_synth::{check_section, elf, synthesize, SectionError};
 
+mod common;
+use common::{have, run, scratch, stderr, stdout};
+
 const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
 const TRUE: &str = "/bin/true";
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sframe-synth"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A fresh directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sframe-synth-attach-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn have(path: &str) -> bool {
-    let ok = Path::new(path).exists();
-    if !ok {
-        println!("note: {path} does not exist, skipped");
-    }
-    ok
-}
+/// The prefix of this file's scratch directories.
+const SCRATCH: &str = "sframe-synth-attach";
 
 /// The size of the section `sframe-synth` synthesizes for `path`.
 fn synthesized_size(path: &str) -> usize {
@@ -118,7 +92,7 @@ fn dry_run_libc_and_true() {
 
 #[test]
 fn own_sframe_is_attached_as_is() {
-    let d = scratch("own");
+    let d = scratch(SCRATCH, "own");
     let Some(p) = gsframe_program(&d) else {
         return;
     };
@@ -236,7 +210,7 @@ fn running_finds_this_test() {
 
 #[test]
 fn skips_and_failures() {
-    let d = scratch("skip");
+    let d = scratch(SCRATCH, "skip");
     let garbage = d.join("garbage");
     std::fs::write(&garbage, b"\x7fELF this is not an object").unwrap();
     let script = d.join("script");

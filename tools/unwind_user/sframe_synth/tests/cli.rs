@@ -3,34 +3,16 @@
 //! The `sframe-synth` command: outputs, skips, usage and input errors.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::{have, run, scratch, stderr, stdout};
 
 const LIBZ: &str = "/lib/x86_64-linux-gnu/libz.so.1";
 /// A binary built with SFrame by binutils 2.47.50 (the decoder's corpus).
 const WITH_SFRAME: &str = "../../../rust/sframe/tests/corpus/bin/many.v3";
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sframe-synth"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A fresh directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sframe-synth-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+/// The prefix of this file's scratch directories.
+const SCRATCH: &str = "sframe-synth";
 
 fn files_in(d: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(d)
@@ -39,14 +21,6 @@ fn files_in(d: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-fn have(path: &str) -> bool {
-    let ok = Path::new(path).exists();
-    if !ok {
-        println!("note: {path} does not exist, skipped");
-    }
-    ok
 }
 
 #[test]
@@ -82,7 +56,7 @@ fn cache_and_output_files() {
     if !have(LIBZ) {
         return;
     }
-    let d = scratch("cache");
+    let d = scratch(SCRATCH, "cache");
     let cache = d.join("a/b");
     let out = d.join("libz.sframe");
     let o = run(&[
@@ -128,7 +102,7 @@ fn output_that_is_not_a_regular_file_is_written_into() {
     }
     // A FIFO stands for /dev/null and /dev/stdout: renaming a temporary
     // file over it would replace it with a regular file.
-    let d = scratch("fifo");
+    let d = scratch(SCRATCH, "fifo");
     let fifo = d.join("fifo");
     let made = Command::new("mkfifo").arg(&fifo).status();
     if !made.is_ok_and(|s| s.success()) {
@@ -162,7 +136,7 @@ fn objects_with_sframe_are_skipped() {
     if !have(WITH_SFRAME) {
         return;
     }
-    let d = scratch("skip");
+    let d = scratch(SCRATCH, "skip");
     let o = run(&["--cache", d.to_str().unwrap(), WITH_SFRAME]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
@@ -176,7 +150,7 @@ fn objects_with_sframe_are_skipped() {
 
 #[test]
 fn bad_inputs_are_errors_not_panics() {
-    let d = scratch("bad");
+    let d = scratch(SCRATCH, "bad");
     let garbage = d.join("garbage");
     std::fs::write(&garbage, b"\x7fELF this is not an object").unwrap();
     let empty = d.join("empty");
