@@ -72,9 +72,10 @@ sq=$!
 feed | /usr/bin/xz -6 -T1 -c >/dev/null &
 xz=$!
 # uid 65534 runs it (busybox su as root asks no password, and execs).
+mkdir -p /etc
 grep -q '^nobody:' /etc/passwd 2>/dev/null || echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>/etc/passwd
 grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >>/etc/group
-feed | su -s /bin/sh nobody -c 'exec /tmp/xz-suid -6 -T1 -c' >/dev/null &
+feed | su -s /bin/sh nobody -c 'exec /tmp/xz-suid -6 -T1 -c' 2>suid.err >/dev/null &
 suid=$!
 (
 	n=0
@@ -87,7 +88,7 @@ suid=$!
 loop=$!
 echo "### system-pids python3=$py sqlite3=$sq xz=$xz xz-suid=$suid"
 sleep 3
-grep -c . /proc/$suid/maps >/dev/null 2>&1 || echo "# the setuid xz did not start"
+grep -c . /proc/$suid/maps >/dev/null 2>&1 || echo "# the setuid xz did not start: $(head -3 suid.err)"
 echo "# xz-suid: $(grep -E '^(Uid|Gid):' /proc/$suid/status | tr -s '\t\n' '  ')"
 
 loops() {
