@@ -32,6 +32,8 @@ experiment_guest "$HERE/guest-system.sh"
 (cd "$REPO/tools/unwind_user/sframe_synth" && PATH=$HOME/.cargo/bin:$PATH cargo build --release -q)
 cp "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" "$G/"
 printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" >"$G/extra-libs"
+# What curl maps: the objects whose tables make system-startup's difference.
+ldd /usr/bin/curl | grep -o '/[^ ]*' | grep -v ':$' | sort -u >"$G/curl-objects"
 printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\n" "${SYSTEM_FREQ:-100}" "${SYSTEM_SECONDS:-6}" >"$G/system.env"
 
 experiment_boot "$BZ" "$TIMEOUT"
