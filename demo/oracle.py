@@ -39,7 +39,9 @@ def raw_chains(text):
     """{(tid, time_ns): [user addresses]} from perf report -D."""
     chains, key = {}, None
     for line in text.splitlines():
-        m = re.match(r"(\d+) \S+ \[\S+\]: PERF_RECORD_SAMPLE\(.*?\): (\d+)/(\d+):", line)
+        # A system-wide recording's lines begin with the CPU.
+        m = re.match(r"(?:\d+ )?(\d+) \S+ \[\S+\]: PERF_RECORD_SAMPLE\(.*?\): (\d+)/(\d+):",
+                     line)
         if m:
             key = (int(m.group(3)), int(m.group(1)))
             chains[key] = []
