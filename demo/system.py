@@ -83,7 +83,7 @@ def main():
     raws = log.texts("system-raw", "system", "perf report -D output")
     pids = {}
     for line in log.lines:
-        if line.startswith(("### system-phase", "### system-agent", "# ")):
+        if line.startswith(("### system-phase", "### system-agent", "### system-startup", "# ")):
             print(line)
         if line.startswith("### system-pids"):
             pids = {int(v): k for k, v in guestlog.fields(line).items() if v.isdigit()}
@@ -129,6 +129,15 @@ def main():
             fields += f" fp_defer_start={pct(fp[prog][1], fp[prog][0]):.1f}%"
         print(f"system-check {prog} {'ok' if good else 'fail'} {fields}")
         ok &= good
+    starts = [guestlog.fields(line) for line in log.lines if line.startswith("### system-startup")]
+    starts = [d for d in starts if d.get("plain_ms", "").isdigit() and d.get("attached_ms", "").isdigit()]
+    if starts:
+        runs = sum(int(d["runs"]) for d in starts)
+        plain = sum(int(d["plain_ms"]) for d in starts) / runs
+        attached = sum(int(d["attached_ms"]) for d in starts) / runs
+        print(f"system: start-up of curl, {runs} starts each: {plain:.1f} ms with none of its "
+              f"objects' tables attached, {attached:.1f} ms with all of them "
+              f"({attached / max(plain, 1e-9):.2f}x)")
     print(f"system: examples of every kind that is not 'equal' in {outdir}/system-examples.txt")
     return 0 if ok else 1
 
