@@ -8,8 +8,8 @@
 #
 # Unmodified Debian programs, started first and left running: python3.11
 # (a script), sqlite3 (a query), xz (a stream), the same xz setuid root
-# started by an unprivileged user (AT_SECURE: no LD_AUDIT for it), and a
-# shell loop of short-lived xz processes. No LD_AUDIT anywhere. Then:
+# started by an unprivileged user (AT_SECURE: no LD_AUDIT for it), and
+# two shell loops of short-lived xz processes. No LD_AUDIT anywhere. Then:
 #
 #   idle    nothing profiles: the loop's pace, for the cost of the others
 #   before  perf record -a --call-graph dwarf --user-callchains: every
@@ -81,22 +81,26 @@ grep -q '^nobody:' /etc/passwd 2>/dev/null || echo 'nobody:x:65534:65534:nobody:
 grep -q '^nogroup:' /etc/group 2>/dev/null || echo 'nogroup:x:65534:' >>/etc/group
 feed | su -s /bin/sh nobody -c 'exec /tmp/xz-suid -6 -T1 -c' 2>suid.err >/dev/null &
 suid=$!
-(
+# Two loops, so that the short-lived processes get samples enough.
+short_loop() {
 	n=0
 	while [ ! -e /tmp/stop ]; do
 		/usr/bin/xz -3 -T1 -c small.in >/dev/null
 		n=$((n + 1))
-		echo $n >/tmp/loops
+		echo $n >/tmp/loops.$1
 	done
-) &
+}
+short_loop 1 &
 loop=$!
+short_loop 2 &
+loop2=$!
 echo "### system-pids python3=$py sqlite3=$sq xz=$xz xz-suid=$suid"
 sleep 3
 grep -c . /proc/$suid/maps >/dev/null 2>&1 || echo "# the setuid xz did not start: $(head -3 suid.err)"
 echo "# xz-suid: $(grep -E '^(Uid|Gid):' /proc/$suid/status | tr -s '\t\n' '  ')"
 
 loops() {
-	cat /tmp/loops 2>/dev/null || echo 0
+	echo $(($(cat /tmp/loops.1 2>/dev/null || echo 0) + $(cat /tmp/loops.2 2>/dev/null || echo 0)))
 }
 
 # phase NAME COMMAND...: runs COMMAND for the phase, prints its line.
@@ -148,7 +152,7 @@ rm -f fp.data fp.txt
 
 touch /tmp/stop
 kill $py $sq $xz $suid 2>/dev/null
-wait $loop
+wait $loop $loop2
 
 # What a table attached to every object costs a program's start (mmap
 # attaches them), on a machine left idle: curl (33 objects) started N
