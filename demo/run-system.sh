@@ -12,7 +12,7 @@
 #
 # Usage: run-system.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
 # Environment: SYSTEM_FREQ (perf record -F, 100), SYSTEM_SECONDS (each
-# recording's length, 6); SYSTEM_BEFORE=0 skips the recording before the
+# recording's length, 8); SYSTEM_BEFORE=0 skips the recording before the
 # agent, SYSTEM_STARTUP=0 curl's start-up (figures only: make check
 # skips both).
 set -euo pipefail
@@ -37,7 +37,7 @@ printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" >"$G/extra-libs"
 # What curl maps: the objects whose tables make system-startup's difference.
 ldd /usr/bin/curl | grep -o '/[^ ]*' | grep -v ':$' | sort -u >"$G/curl-objects"
 printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\nSYSTEM_BEFORE=%s\nSYSTEM_STARTUP=%s\n" \
-	"${SYSTEM_FREQ:-100}" "${SYSTEM_SECONDS:-6}" "${SYSTEM_BEFORE:-1}" "${SYSTEM_STARTUP:-1}" >"$G/system.env"
+	"${SYSTEM_FREQ:-100}" "${SYSTEM_SECONDS:-8}" "${SYSTEM_BEFORE:-1}" "${SYSTEM_STARTUP:-1}" >"$G/system.env"
 
 experiment_boot "$BZ" "$TIMEOUT"
 experiment_report run_py demo.system "$OUT/run/results.log" "$OUT"
