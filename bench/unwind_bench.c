@@ -318,35 +318,22 @@ static int cmp_ul(const void *a, const void *b)
 }
 
 /*
- * What makes the next unwind cold: for "cold", dropping this executable's
- * section and registering it again (the rows are then read from user
- * memory); for "cold_file", a registration elsewhere made again
- * (register_elsewhere()), which empties the rule cache and leaves the
- * files' tables attached (rows in kernel memory).
+ * What makes the next unwind cold: registration @s dropped and made again,
+ * which empties the rule cache. For "cold", this executable's own section
+ * (its rows are then read from user memory); for "cold_file", a
+ * registration for another text (register_elsewhere()), which leaves the
+ * file's table attached (rows in kernel memory).
  */
-static struct unwind_user_sframe cold_self, cold_other;
-
-static void recold_self(void)
+static void reregister(const struct unwind_user_sframe *s)
 {
-	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER,
-		  cold_self.text_start, 0, 0))
-		die("prctl UNREGISTER (self)");
-	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
-		  &cold_self, sizeof(cold_self), 0))
-		die("prctl REGISTER (self)");
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, s->text_start, 0, 0))
+		die("prctl UNREGISTER (cold)");
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER, s, sizeof(*s), 0))
+		die("prctl REGISTER (cold)");
 }
 
-static void recold_other(void)
-{
-	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER,
-		  cold_other.text_start, 0, 0))
-		die("prctl UNREGISTER (other text)");
-	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER,
-		  &cold_other, sizeof(cold_other), 0))
-		die("prctl REGISTER (other text)");
-}
-
-static void cmd_cold(const char *key, void (*recold)(void), int depth, int reps)
+static void cmd_cold(const char *key, const struct unwind_user_sframe *recold, int depth,
+		     int reps)
 {
 	static const char *const u[2] = { "sframe", "fp" };
 	unsigned long *ns[2], frames[2] = { 0, 0 };
@@ -369,7 +356,7 @@ static void cmd_cold(const char *key, void (*recold)(void), int depth, int reps)
 			 * both follow the same work.
 			 */
 			t0 = now_ns();
-			recold();
+			reregister(recold);
 			reg_ns += now_ns() - t0;
 			trigger(u[w], depth, 1, &r);
 			ns[w][i] = r.ns;
@@ -423,16 +410,16 @@ static void attach_file(const char *path, const void *sec, size_t len, uint64_t 
  */
 static void cmd_cold_file(int depth, int reps)
 {
+	struct unwind_user_sframe self = self_section(), other;
 	struct unwind_user_info before, after;
 	int fd;
 
-	cold_self = self_section();
-	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, cold_self.text_start, 0, 0))
+	if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_UNREGISTER, self.text_start, 0, 0))
 		die("prctl UNREGISTER (self)");
-	attach_file("/proc/self/exe", (void *)(uintptr_t)cold_self.sframe_start,
-		    cold_self.sframe_size, cold_self.sframe_start - self_bias);
+	attach_file("/proc/self/exe", (void *)(uintptr_t)self.sframe_start,
+		    self.sframe_size, self.sframe_start - self_bias);
 	before = query();
-	register_elsewhere(&cold_self, &cold_other);
+	register_elsewhere(&self, &other);
 	trigger("sframe", depth, 1, &(struct result){ 0 });
 	after = query();
 	printf("bench: cold_file_setup sections_before=%llu sections_after=%llu file_tables=%llu file_bytes=%llu\n",
@@ -440,7 +427,7 @@ static void cmd_cold_file(int depth, int reps)
 	       (unsigned long long)after.nr_sections,
 	       (unsigned long long)after.file_tables,
 	       (unsigned long long)after.file_bytes);
-	cmd_cold("cold_file", recold_other, depth, reps);
+	cmd_cold("cold_file", &other, depth, reps);
 	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || prctl(PR_UNWIND_USER, UNWIND_USER_FILE_DETACH, fd, 0, 0))
 		die("prctl UNWIND_USER_FILE_DETACH");
@@ -740,8 +727,9 @@ int main(int argc, char **argv)
 	else if ((!strcmp(cmd, "step") || !strcmp(cmd, "uncovered")) && a > 0 && b > 0 && c > 0)
 		cmd_step(cmd, a, b, c);
 	else if (!strcmp(cmd, "cold") && a > 0 && b > 0) {
-		cold_self = self_section();
-		cmd_cold("cold", recold_self, a, b);
+		struct unwind_user_sframe self = self_section();
+
+		cmd_cold("cold", &self, a, b);
 	} else if (!strcmp(cmd, "cold_file") && a > 0 && b > 0)
 		cmd_cold_file(a, b);
 	else if (!strcmp(cmd, "reg") && a > 0 && b > 0)
