@@ -30,7 +30,7 @@
 use crate::{
     mm::{self, FileMapping, LockedMm},
     register,
-    registry::{gfp, Fdes, Section, MAX_SECTION_SIZE},
+    registry::{gfp, Fdes, Section, SframeMm, MAX_SECTION_SIZE},
 };
 use core::pin::Pin;
 use kernel::{
@@ -512,30 +512,23 @@ fn candidates(mappings: &[FileMapping]) -> Result<KVec<Candidate>> {
 /// Attaches to `mm`, the current task's address space, the tables of the
 /// files it maps executable at `mappings`, where nothing is registered. In
 /// task context, where the walk may sleep: takes the mmap locks and the
-/// tables' mutex, never nested.
-///
-/// `seq`: the count of `mm`'s mapping changes ([`mm::mappings_seq`]) when
-/// `mappings` were read. Returns, with what it did, the count at which
-/// `mm` is left with the mappings it was given, if they did not change.
-fn attach_tables(
-    mm: &MmWithUser,
-    mappings: &[FileMapping],
-    seq: Option<u32>,
-) -> (Attach, Option<u32>) {
+/// tables' mutex, never nested. Returns what it did, and whether it
+/// settled every mapping (attached its table, or found it has none, or
+/// that something else is registered there).
+fn attach_tables(mm: &MmWithUser, smm: &SframeMm, mappings: &[FileMapping]) -> (Attach, bool) {
     // Compared as a value only: a table's inode is live, and the write
     // lock below checks each mapping again.
     let files_gen = gen();
-    let Ok(found) = candidates(mappings) else {
-        return (Attach::Later, None);
+    let Ok(mut found) = candidates(mappings) else {
+        return (Attach::Later, false);
     };
+    // What is registered already (by mmap, most often) needs no lock.
+    found.retain(|c| !smm.covers(c.section.text_start));
     if found.is_empty() {
-        return (Attach::None, seq);
+        return (Attach::None, true);
     }
     let mut later = false;
     let added = mm::with_locked(mm, |l| {
-        // Nothing but this lock since the mappings were read: unlocking
-        // it advances the count once more.
-        let unchanged = seq.and_then(|s| s.checked_add(1)) == mm::mappings_seq(mm);
         let mut added = false;
         for c in &found {
             // The same mapping of the same file as under the read lock,
@@ -555,34 +548,29 @@ fn attach_tables(
                 Err(_) => later = true,
             }
         }
-        Ok((added, unchanged))
+        Ok(added)
     });
     match added {
-        Ok(_) if later => (Attach::Later, None),
-        Ok((added, unchanged)) => (
-            if added {
-                Attach::Attached
-            } else {
-                Attach::None
-            },
-            seq.filter(|_| unchanged).and_then(|s| s.checked_add(2)),
-        ),
-        Err(_) => (Attach::Later, None),
+        Ok(_) if later => (Attach::Later, false),
+        Ok(true) => (Attach::Attached, true),
+        Ok(false) => (Attach::None, true),
+        Err(_) => (Attach::Later, false),
     }
 }
 
-/// Attaches to `mm`, the current task's address space, the tables of every
-/// file it maps executable: what a walk that may sleep does when it meets
-/// code no registration covers, so that the walks at NMI or IRQ time that
-/// come after find them all. Returns, with what it did, the count of
-/// `mm`'s mapping changes ([`mm::mappings_seq`]) at which its mappings are
-/// all attached, if it got that far.
-pub(crate) fn attach_mapped(mm: &MmWithUser) -> (Attach, Option<u32>) {
+/// Attaches to `mm`, the current task's address space whose registry is
+/// `smm`, the tables of every file it maps executable: what a walk that may
+/// sleep does when it meets code no registration covers, so that the walks
+/// at NMI or IRQ time that come after find them all. Returns what it did;
+/// when it settled every mapping, it says so in `smm` for generation
+/// `files_gen` of the tables (read before it looked).
+pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> Attach {
+    kernel::task::might_sleep();
     if !any() {
-        return (Attach::None, None);
+        return Attach::None;
     }
     let mut mappings = KVec::new();
-    let seq = {
+    let unsettled = {
         let _mmap = mm.mmap_read_lock();
         let mut addr = 0;
         loop {
@@ -598,29 +586,63 @@ pub(crate) fn attach_mapped(mm: &MmWithUser) -> (Attach, Option<u32>) {
             addr = vma.end();
             if let Some(m) = FileMapping::of(vma) {
                 if mappings.push(m, GFP_KERNEL).is_err() {
-                    return (Attach::Later, None);
+                    return Attach::Later;
                 }
             }
         }
-        mm::mappings_seq(mm)
+        // Stable: mmap counts under the write lock.
+        smm.unsettled()
     };
-    attach_tables(mm, &mappings, seq)
+    let (attached, settled) = attach_tables(mm, smm, &mappings);
+    if settled {
+        smm.set_files_attached(files_gen, unsettled);
+    }
+    attached
 }
 
 /// Attaches to `mm` the table of the file `vma` maps, if it is executable
 /// and the file has a table that fits it (`sframe_mm_mmap()`). Whether it
-/// did is no concern of mmap's: a walk attaches what this did not.
-pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef) {
+/// did is no concern of mmap's: a mapping it could not settle is counted
+/// (`SframeMm::unsettled`), and the next walk that meets uncovered code
+/// attaches the tables again.
+///
+/// `in_exec`: the mapping is exec's. The first executable mapping of a new
+/// program then creates the registry, settled: a process started after
+/// the tables is described from its first instruction, and its walks at
+/// NMI time never stop to ask for them.
+pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
     let Some(m) = FileMapping::of(vma) else {
         return;
     };
-    let Some(table) = find(m.inode).filter(|t| !t.stale()) else {
-        return;
-    };
-    if let Some(s) = table.section_in(&m) {
-        if let Ok(mut r) = mm.registry_or_create() {
-            let _ = r.add(s, table.fdes.clone());
+    let files_gen = gen();
+    let table = find(m.inode).filter(|t| !t.stale());
+    let fit = table.as_ref().and_then(|t| Some((t, t.section_in(&m)?)));
+    let mut r = match mm.registry() {
+        Some(r) => r,
+        None if fit.is_some() || in_exec => {
+            let Ok(r) = mm.registry_or_create() else {
+                // No registry: a walk that meets uncovered code creates it
+                // and attaches.
+                return;
+            };
+            if in_exec && !mm.other_exec_file_mapping(m.start) {
+                r.set_files_attached(files_gen, r.unsettled());
+            }
+            r
         }
+        None => return,
+    };
+    let settled = match fit {
+        Some((t, s)) => match r.add(s, t.fdes.clone()) {
+            Ok(()) => true,
+            Err(e) => e == EEXIST || e == ENOSPC,
+        },
+        // No table, or one that does not fit this mapping: neither would a
+        // walk attach one.
+        None => true,
+    };
+    if !settled {
+        r.mapping_unsettled();
     }
 }
 

@@ -90,6 +90,25 @@ impl<'a> LockedMm<'a> {
         self.vma(addr).and_then(FileMapping::of)
     }
 
+    /// Does the address space map a file executable anywhere but at
+    /// `start`? A walk of its VMAs.
+    pub(crate) fn other_exec_file_mapping(&self, start: usize) -> bool {
+        let mut addr = 0;
+        loop {
+            // SAFETY: `mm` is live and its mmap lock held (type invariant).
+            let vma = unsafe { bindings::find_vma(self.mm.as_ptr(), addr) };
+            if vma.is_null() {
+                return false;
+            }
+            // SAFETY: As in `vma()`.
+            let vma = unsafe { VmaRef::from_raw(vma) };
+            if vma.start() != start && FileMapping::of(vma).is_some() {
+                return true;
+            }
+            addr = vma.end();
+        }
+    }
+
     /// Is `addr` mapped?
     pub(crate) fn is_mapped(&self, addr: usize) -> bool {
         self.vma(addr).is_some()
@@ -170,30 +189,6 @@ impl Drop for MmapWriteGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: Taken in `lock()` (type invariant), by this task.
         unsafe { bindings::mmap_write_unlock(self.locked.mm.as_ptr()) };
-    }
-}
-
-/// How many times `mm`'s mmap write lock was taken and released, twice
-/// each time (`mm->mm_lock_seq`, odd while it is held): while it stays the
-/// same, so do the mappings. `None` without per-VMA locks, which keep no
-/// such count. Lock-free, in any context.
-pub(crate) fn mappings_seq(mm: &MmWithUser) -> Option<u32> {
-    #[cfg(CONFIG_PER_VMA_LOCK)]
-    {
-        // SAFETY: `mm` is live for the borrow. The count is a word its
-        // writers change under the mmap write lock and lockless readers
-        // read as it is (`mmap_lock_speculate_try_begin()`): atomically.
-        let seq = unsafe {
-            kernel::sync::atomic::Atomic::from_ptr(
-                &raw mut (*mm.as_raw()).__bindgen_anon_1.mm_lock_seq.sequence,
-            )
-        };
-        Some(seq.load(kernel::sync::atomic::Relaxed))
-    }
-    #[cfg(not(CONFIG_PER_VMA_LOCK))]
-    {
-        let _ = mm;
-        None
     }
 }
 

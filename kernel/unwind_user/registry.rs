@@ -386,11 +386,17 @@ pub(crate) struct SframeMm {
     /// cache was filled in (`file_table::gen()`): a PC cached as no
     /// section's may be a newly attached file's.
     files_gen: Atomic<u64>,
-    /// When a walk last attached the tables of every file this address
-    /// space maps executable (`file_table::attach_mapped()`): the tables'
-    /// generation and the count of mapping changes then, as
-    /// [`files_attached_word`] packs them; 0 before.
+    /// When every file this address space maps executable last had its
+    /// table attached, or was found to have none: the tables' generation
+    /// then and [`unsettled`](Self::unsettled), as [`files_attached_word`]
+    /// packs them; 0 before. Set by a walk that attached them all
+    /// (`file_table::attach_mapped()`), or by exec's first executable
+    /// mapping.
     files_attached: Atomic<u64>,
+    /// How many executable file mappings mmap could not settle (attach
+    /// their file's table, or find that it has none) since the registry
+    /// was created; written under the mmap write lock.
+    unsettled: Atomic<u32>,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
     /// The generation, advanced on every change a cached rule may depend
@@ -402,11 +408,11 @@ pub(crate) struct SframeMm {
 }
 
 /// `SframeMm::files_attached` for generation `files_gen` of the file
-/// tables and mapping count `seq`: one word, read at NMI time untorn; never
-/// 0. Generations 2^31 apart compare equal, which would take as many
+/// tables and `unsettled` mappings: one word, read at NMI time untorn;
+/// never 0. Generations 2^31 apart compare equal, which would take as many
 /// attaches between two walks of one process.
-fn files_attached_word(files_gen: u64, seq: u32) -> u64 {
-    1 << 63 | (files_gen & 0x7fff_ffff) << 32 | u64::from(seq)
+fn files_attached_word(files_gen: u64, unsettled: u32) -> u64 {
+    1 << 63 | (files_gen & 0x7fff_ffff) << 32 | u64::from(unsettled)
 }
 
 /// Preemption off while it lives: `preempt_disable()` to
@@ -458,6 +464,7 @@ impl SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
                 files_gen: Atomic::new(crate::file_table::gen()),
                 files_attached: Atomic::new(0),
+                unsettled: Atomic::new(0),
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
@@ -523,16 +530,24 @@ impl SframeMm {
 
     /// Were the tables of every file this address space maps executable
     /// attached in generation `files_gen` of the machine's file tables,
-    /// with its mappings as they are at `seq` (`mm::mappings_seq()`)?
-    /// Lock-free, in any context.
-    pub(crate) fn files_attached(&self, files_gen: u64, seq: Option<u32>) -> bool {
-        seq.is_some_and(|s| self.files_attached.load(Relaxed) == files_attached_word(files_gen, s))
+    /// and no executable file mapped unsettled since? Lock-free, in any
+    /// context.
+    pub(crate) fn files_attached(&self, files_gen: u64) -> bool {
+        self.files_attached.load(Relaxed)
+            == files_attached_word(files_gen, self.unsettled.load(Relaxed))
     }
 
-    /// Says that they were.
-    pub(crate) fn set_files_attached(&self, files_gen: u64, seq: u32) {
+    /// Says that they were, in generation `files_gen`, when `unsettled`
+    /// (what [`unsettled`](Self::unsettled) was then) mappings were not.
+    pub(crate) fn set_files_attached(&self, files_gen: u64, unsettled: u32) {
         self.files_attached
-            .store(files_attached_word(files_gen, seq), Relaxed);
+            .store(files_attached_word(files_gen, unsettled), Relaxed);
+    }
+
+    /// How many executable file mappings mmap left unsettled: stable under
+    /// the mmap lock, which its writers hold.
+    pub(crate) fn unsettled(&self) -> u32 {
+        self.unsettled.load(Relaxed)
     }
 
     /// The generation word now.
@@ -783,7 +798,7 @@ impl<'a> RegistryWriter<'a> {
     }
 
     /// Copies the live registrations that `keep` accepts into `dst`, an
-    /// empty registry of a new mm (fork), ids included.
+    /// empty registry of a new mm (fork), ids and attached files included.
     pub(crate) fn copy_to(
         &self,
         dst: &mut RegistryWriter<'_>,
@@ -793,7 +808,18 @@ impl<'a> RegistryWriter<'a> {
             dst.publish(Table::rebuild(Some(old), keep, None)?);
             dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
         }
+        // The child maps what the parent did, or less: what was attached
+        // for the parent's mappings is for the child's.
+        dst.unsettled.store(self.unsettled(), Relaxed);
+        dst.files_attached
+            .store(self.files_attached.load(Relaxed), Relaxed);
         Ok(())
+    }
+
+    /// Counts a new executable file mapping that mmap could not settle:
+    /// the next walk that meets uncovered code attaches the tables again.
+    pub(crate) fn mapping_unsettled(&self) {
+        self.unsettled.add(1, Relaxed);
     }
 }
 
@@ -921,6 +947,36 @@ mod tests {
         assert_eq!(mm.remove(0x2000), Err(ENOENT));
         assert_eq!(at(&mm, 0x2000), None);
         assert_eq!(mm.len(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn files_attached_state() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        // A new registry has attached nothing, in no generation.
+        assert!(!mm.files_attached(0));
+        mm.set_files_attached(7, mm.unsettled());
+        assert!(mm.files_attached(7));
+        // A table attached since, or a mapping mmap could not settle.
+        assert!(!mm.files_attached(8));
+        mm.mapping_unsettled();
+        assert!(!mm.files_attached(7));
+        mm.set_files_attached(8, mm.unsettled());
+        assert!(mm.files_attached(8));
+        // The word keeps 31 bits of the generation, never 0.
+        assert!(mm.files_attached(8 + (1 << 31)));
+        assert_ne!(files_attached_word(0, 0), 0);
+        // The count wraps rather than overflow.
+        mm.unsettled.store(u32::MAX, Relaxed);
+        mm.mapping_unsettled();
+        assert_eq!(mm.unsettled(), 0);
+        // A child after fork starts where its parent is.
+        let mut child = SframeMm::new()?;
+        let mut child = child.exclusive();
+        mm.set_files_attached(9, mm.unsettled());
+        mm.copy_to(&mut child, |_| true)?;
+        assert!(child.files_attached(9));
         Ok(())
     }
 

@@ -295,8 +295,10 @@ fn read_row(
 /// Ends a walk at NMI or IRQ time at a frame that a file's table, not yet
 /// attached to the address space, may describe: the walk is incomplete,
 /// and the deferred unwind it requests (`state->prefault`) attaches the
-/// table where it may sleep. Returns the error that ends the walk.
+/// table where it may sleep; counted as a walk ended at what it could not
+/// read. Returns the error that ends the walk.
 pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state) -> Error {
+    bump(&mut state.sframe_faults);
     state.prefault = true;
     state.incomplete = true;
     EAGAIN
@@ -405,23 +407,18 @@ fn lookup_step(
     let mut attach_later = false;
     if lookup.found.is_none() && file_table::any() {
         let files_gen = file_table::gen();
-        let task = kernel::current!();
-        let current = task.mm();
         // Unless every file mapped executable had its table attached, in
-        // this generation of the tables, with the mappings as they are.
-        if !current.is_some_and(|m| mm.files_attached(files_gen, crate::mm::mappings_seq(m))) {
+        // this generation of the tables, and none was mapped unsettled.
+        if !mm.files_attached(files_gen) {
             // At NMI or IRQ time the walk ends here rather than guess this
             // frame's caller with the frame-pointer rule, and asks for a
             // deferred unwind, which attaches them.
             if state.nofault {
                 return Err(attach_pending(state));
             }
-            if let Some(current) = current {
-                let (attached, seq) = file_table::attach_mapped(current);
-                if let Some(seq) = seq {
-                    mm.set_files_attached(files_gen, seq);
-                }
-                match attached {
+            let task = kernel::current!();
+            if let Some(current) = task.mm() {
+                match file_table::attach_mapped(current, mm, files_gen) {
                     file_table::Attach::None => {}
                     file_table::Attach::Attached => lookup = mm.lookup(pc),
                     file_table::Attach::Later => {

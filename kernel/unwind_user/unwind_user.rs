@@ -269,8 +269,10 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
 /// it is executable and the file has one: called by mmap for a new file
 /// mapping, so that a process started after the table was attached is
 /// described from its first instruction. One lookup of the file's table,
-/// no read of the file or of user memory; a failure leaves the mapping to
-/// the first walk that meets it.
+/// no read of the file or of user memory; a mapping it could not settle is
+/// left to the first walk that meets it. A new program's first executable
+/// mapping also creates the registry, and says that its mappings are
+/// settled: its walks at NMI time never stop to ask for tables.
 ///
 /// # Safety
 ///
@@ -289,7 +291,13 @@ pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
             VmaRef::from_raw(vma),
         )
     };
-    file_table::attach_mapping(&mm, vma);
+    let task = kernel::current!();
+    // SAFETY: The current task is live; `in_execve` is its own, set and
+    // cleared by the task itself around `execve()`'s loading of the
+    // program (whose mappings are in its new mm from the point of no
+    // return on).
+    let in_exec = unsafe { (*task.as_ptr()).in_execve() } != 0;
+    file_table::attach_mapping(&mm, vma, in_exec);
 }
 
 /// Copies the registrations of `oldmm` into `mm` at fork, once `dup_mmap()`

@@ -120,7 +120,8 @@ struct unwind_user_file {
  * @nofault_frames: frames unwound with SFrame at NMI or IRQ time
  *                  (perf_callchain_user(), e.g. perf record -g without defer)
  * @nofault_faults: walks ended at NMI or IRQ time because a read of the
- *                  section would have faulted
+ *                  section would have faulted, or to ask for the tables of
+ *                  the files the address space maps
  * @cached_frames:  frames of @sframe_frames whose rule the kernel had kept
  *                  from an earlier unwind (no read of the section)
  * @section_reads:  copies from SFrame sections made while unwinding
