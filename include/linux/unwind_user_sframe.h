@@ -30,6 +30,7 @@ void sframe_mm_free(struct mm_struct *mm);
 void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 		     unsigned long end);
 void sframe_mm_mmap(struct vm_area_struct *vma);
+void sframe_mm_vdso(struct mm_struct *mm);
 long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 		  unsigned long arg5);
 int unwind_user_assist_signal(unsigned int *timeout_ms);
@@ -42,6 +43,11 @@ void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
 bool unwind_user_inode_open_for_write(const struct inode *inode);
 const struct inode *unwind_user_file_inode(const struct file *file);
+
+/* kernel/unwind_user/vdso.c: C glue of the vDSO's section. */
+void unwind_user_vdso_init(void);
+const void *unwind_user_vdso_image(unsigned long *size);
+unsigned long unwind_user_vdso_base(const struct mm_struct *mm);
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
 
@@ -84,6 +90,8 @@ static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 				   unsigned long end) {}
 
 static inline void sframe_mm_mmap(struct vm_area_struct *vma) {}
+
+static inline void sframe_mm_vdso(struct mm_struct *mm) {}
 
 static inline long sframe_prctl(unsigned long op, unsigned long arg3,
 				unsigned long arg4, unsigned long arg5)

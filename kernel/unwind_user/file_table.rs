@@ -51,7 +51,7 @@ use kernel::{
 };
 
 /// `ENOEXEC`, which `kernel::error::code` does not have.
-fn enoexec() -> Error {
+pub(crate) fn enoexec() -> Error {
     Error::from_errno(-(bindings::ENOEXEC as c_int))
 }
 
@@ -120,13 +120,23 @@ pub(crate) fn usage() -> (u64, u64) {
     (NR_TABLES.load(Relaxed), TABLE_BYTES.load(Relaxed))
 }
 
-/// The executable segment of an ELF file: where its text is, in the file
-/// and at link time.
+/// A segment of an ELF file: where it is, in the file and at link time.
 #[derive(Clone, Copy, Debug)]
-struct TextSegment {
-    vaddr: u64,
-    offset: u64,
-    size: u64,
+pub(crate) struct Segment {
+    pub(crate) vaddr: u64,
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
+}
+
+/// The executable segment of an ELF file: where its text is.
+pub(crate) type TextSegment = Segment;
+
+/// What the program headers of an ELF file say the unwinder needs.
+pub(crate) struct ElfLayout {
+    /// Its one executable `PT_LOAD` segment.
+    pub(crate) text: TextSegment,
+    /// Its `PT_GNU_SFRAME` segment, if it has one.
+    pub(crate) sframe: Option<Segment>,
 }
 
 /// What identifies the contents of a file: its size, mtime and ctime.
@@ -205,7 +215,7 @@ impl FileTable {
 /// The registration of a file's section (`sframe_len` bytes, relative to
 /// `sframe_addr` at link time) for `m`, a mapping of the file, if `m` maps
 /// all of its `text`.
-fn section_in(
+pub(crate) fn section_in(
     text: &TextSegment,
     sframe_addr: u64,
     sframe_len: u32,
@@ -262,17 +272,25 @@ fn u64_at(b: &[u8], off: usize) -> Option<u64> {
 /// The one executable `PT_LOAD` segment of `file`, an x86-64 ELF64
 /// executable or shared object; `ENOEXEC` for anything else.
 fn text_segment(file: &LocalFile) -> Result<TextSegment> {
+    elf_layout(|buf, pos| read_at(file, buf, pos)).map(|l| l.text)
+}
+
+/// The layout of an x86-64 ELF64 executable or shared object whose bytes
+/// `read(buf, pos)` reads; `ENOEXEC` for anything else, or for one whose
+/// executable code is not one `PT_LOAD` segment.
+pub(crate) fn elf_layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfLayout> {
     const EHDR: usize = 64;
     const PHDR: usize = 56;
-    const MAX_PHDRS: usize = 128;
+    const MAX_PHDRS: u64 = 128;
+    const PT_GNU_SFRAME: u32 = 0x6474_e554;
     let mut ehdr = [0u8; EHDR];
-    read_at(file, &mut ehdr, 0)?;
+    read(&mut ehdr, 0)?;
     let ident_ok = ehdr.get(..6) == Some(b"\x7fELF\x02\x01".as_slice());
     let e_type = u16_at(&ehdr, 16).ok_or(enoexec())?;
     let machine = u16_at(&ehdr, 18).ok_or(enoexec())?;
     let phoff = u64_at(&ehdr, 32).ok_or(enoexec())?;
     let phentsize = u16_at(&ehdr, 54).ok_or(enoexec())?;
-    let phnum = usize::from(u16_at(&ehdr, 56).ok_or(enoexec())?);
+    let phnum = u64::from(u16_at(&ehdr, 56).ok_or(enoexec())?);
     if !ident_ok
         || !(e_type == bindings::ET_EXEC as u16 || e_type == bindings::ET_DYN as u16)
         || machine != bindings::EM_X86_64 as u16
@@ -282,35 +300,43 @@ fn text_segment(file: &LocalFile) -> Result<TextSegment> {
     {
         return Err(enoexec());
     }
-    let mut phdrs = KVec::from_elem(0u8, phnum * PHDR, gfp())?;
-    read_at(file, &mut phdrs, phoff)?;
-    let mut text = None;
-    for ph in phdrs.chunks_exact(PHDR) {
-        let (Some(p_type), Some(p_flags)) = (u32_at(ph, 0), u32_at(ph, 4)) else {
-            return Err(enoexec());
-        };
-        if p_type != bindings::PT_LOAD || p_flags & bindings::PF_X == 0 {
-            continue;
-        }
-        if text.is_some() {
-            return Err(enoexec());
-        }
-        let seg = TextSegment {
+    let page = kernel::page::PAGE_SIZE as u64;
+    let segment = |ph: &[u8]| -> Result<Segment> {
+        let seg = Segment {
             offset: u64_at(ph, 8).ok_or(enoexec())?,
             vaddr: u64_at(ph, 16).ok_or(enoexec())?,
             size: u64_at(ph, 32).ok_or(enoexec())?,
         };
-        let page = kernel::page::PAGE_SIZE as u64;
-        if seg.size == 0
-            || seg.offset % page != seg.vaddr % page
-            || seg.vaddr.checked_add(seg.size).is_none()
-            || seg.offset.checked_add(seg.size).is_none()
-        {
+        if seg.vaddr.checked_add(seg.size).is_none() || seg.offset.checked_add(seg.size).is_none() {
+            return Err(enoexec());
+        }
+        Ok(seg)
+    };
+    let (mut text, mut sframe) = (None, None);
+    let mut ph = [0u8; PHDR];
+    for i in 0..phnum {
+        let at = phoff.checked_add(i * PHDR as u64).ok_or(enoexec())?;
+        read(&mut ph, at)?;
+        let (Some(p_type), Some(p_flags)) = (u32_at(&ph, 0), u32_at(&ph, 4)) else {
+            return Err(enoexec());
+        };
+        if p_type == PT_GNU_SFRAME {
+            sframe = Some(segment(&ph)?);
+            continue;
+        }
+        if p_type != bindings::PT_LOAD || p_flags & bindings::PF_X == 0 {
+            continue;
+        }
+        let seg = segment(&ph)?;
+        if text.is_some() || seg.size == 0 || seg.offset % page != seg.vaddr % page {
             return Err(enoexec());
         }
         text = Some(seg);
     }
-    text.ok_or(enoexec())
+    Ok(ElfLayout {
+        text: text.ok_or(enoexec())?,
+        sframe,
+    })
 }
 
 /// May the caller attach and detach tables: `CAP_PERFMON` or

@@ -51,6 +51,11 @@ impl<'a> LockedMm<'a> {
         }
     }
 
+    /// The address space.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::mm_struct {
+        self.mm.as_ptr()
+    }
+
     /// The registry of this address space, if it has one, for writing.
     pub(crate) fn registry(&self) -> Option<RegistryWriter<'_>> {
         // SAFETY: `mm` is live and has users (type invariant).
@@ -69,6 +74,8 @@ impl<'a> LockedMm<'a> {
         // SAFETY: `mm` is live (type invariant); writers are serialised by
         // the mmap write lock we hold, so the registry is still unset.
         let r = unsafe { SframeMm::install(self.mm.as_ptr(), new) };
+        // Every registry describes the vDSO.
+        crate::vdso::register(self);
         // SAFETY: As in `registry()`.
         Ok(unsafe { RegistryWriter::new(r) })
     }

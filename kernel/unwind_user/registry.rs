@@ -586,10 +586,13 @@ impl SframeMm {
         }
     }
 
-    /// Number of live registrations.
+    /// Number of live registrations, the vDSO's not counted (the kernel's
+    /// own, in every registry).
     pub(crate) fn len(&self) -> usize {
         let guard = rcu::read_lock();
-        self.table(&guard).map(|t| t.live().count()).unwrap_or(0)
+        self.table(&guard)
+            .map(|t| t.live().filter(|e| !crate::vdso::is(&e.fdes)).count())
+            .unwrap_or(0)
     }
 
     /// The rule cache, read without a lock.
@@ -734,8 +737,9 @@ impl<'a> RegistryWriter<'a> {
     }
 
     /// Registers `s`, whose validated header and FDEs are `fdes`. `ENOSPC`
-    /// when the address space has [`MAX_SECTIONS`] registrations or their
-    /// FDE tables would pass [`MAX_FDE_BYTES`].
+    /// when the address space has [`MAX_SECTIONS`] registrations (the
+    /// vDSO's not counted) or their FDE tables would pass
+    /// [`MAX_FDE_BYTES`].
     pub(crate) fn add(&mut self, s: Section, fdes: Arc<Fdes>) -> Result {
         let old = self.table();
         let live = || old.into_iter().flat_map(Table::live);
@@ -745,7 +749,8 @@ impl<'a> RegistryWriter<'a> {
         let bytes = live()
             .map(|e| own(&e.section, &e.fdes))
             .fold(own(&s, &fdes), usize::saturating_add);
-        if live().count() >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
+        let counted = live().filter(|e| !crate::vdso::is(&e.fdes)).count();
+        if counted >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
             return Err(ENOSPC);
         }
         if live().any(|e| e.section.overlaps(s.text_start, s.text_end)) {

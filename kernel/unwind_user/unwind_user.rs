@@ -51,6 +51,7 @@ mod registry;
 mod rule_cache;
 mod step;
 mod usermem;
+mod vdso;
 
 use registry::{Section, SframeMm, MAX_SECTION_SIZE};
 
@@ -298,6 +299,27 @@ pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
     // return on).
     let in_exec = unsafe { (*task.as_ptr()).in_execve() } != 0;
     file_table::attach_mapping(&mm, vma, in_exec);
+}
+
+/// Validates the vDSO's SFrame section, once, at boot (`vdso.c`'s
+/// initcall).
+#[export]
+pub extern "C" fn unwind_user_vdso_init() {
+    vdso::init();
+}
+
+/// Registers the vDSO's SFrame section in `mm`, whose vDSO `map_vdso()`
+/// has just mapped, if it has a registry (one made earlier in the same
+/// exec: a file's table, or the executable's own section).
+///
+/// # Safety
+///
+/// `mm` must be a live mm with users, its mmap write lock held.
+#[export]
+pub unsafe extern "C" fn sframe_mm_vdso(mm: *mut bindings::mm_struct) {
+    // SAFETY: The caller's contract, for the call.
+    let mm = unsafe { mm::LockedMm::assume_locked(mm) };
+    vdso::register(&mm);
 }
 
 /// Copies the registrations of `oldmm` into `mm` at fork, once `dup_mmap()`

@@ -522,6 +522,22 @@ NOIPA void prime_work(void *arg)
 	} while (ts.tv_sec + ts.tv_nsec / 1e9 < end);
 }
 
+/*
+ * clock_gettime() in a loop: most samples in the vDSO, code no table
+ * describes (it keeps frame pointers).
+ */
+NOIPA void clock_work(void *arg)
+{
+	double end = now_seconds() + *(double *)arg;
+	struct timespec ts;
+	int i;
+
+	do {
+		for (i = 0; i < 64; i++)
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+	} while (now_seconds() < end);
+}
+
 /* read(2) without libc: the kernel sample's user IP in the caller. */
 static __always_inline long raw_read(int fd, void *buf, size_t n)
 {
@@ -588,6 +604,8 @@ struct result {
 	struct libc_tally t;		/* q, p: the workload's stacks */
 	unsigned int in_lib;		/* dl: leaf in the library's chain */
 	unsigned int lib_complete;	/* of those, every frame to main */
+	/* v: stacks from clock_work to main, cut short, wrong, without it */
+	unsigned int v_complete, v_cut, v_wrong, v_other;
 	struct unwind_user_info before, after;
 };
 
@@ -609,9 +627,40 @@ static void classify_dl(const struct ustack *st, struct result *r, bool verbose)
 	}
 }
 
+/* clock_work's chain, up to main: the vDSO's and libc's frames above it. */
+static const char *const clock_chain[] = {
+	"clock_work", "sample_stacks", "sample_stacks_sync", "child_main", "main",
+};
+
+static void classify_clock(const struct ustack *st, struct result *r)
+{
+	int m = stack_matches(st, clock_chain, ARRAY_SIZE(clock_chain));
+
+	if (m == 1)
+		r->v_complete++;
+	else if (m == 0)
+		r->v_cut++;
+	else if (m == -2)
+		r->v_wrong++;
+	else
+		r->v_other++;
+	if (m != 1 && r->v_cut + r->v_wrong + r->v_other <= 3)
+		stack_print("clock_gettime(), not complete", st, 12);
+}
+
+static void print_clock(const char *what, const struct result *r)
+{
+	printf("# %s: %u stacks: %u complete, %u cut short, %u wrong, %u without clock_work; nofault_faults +%llu, sections %llu -> %llu\n",
+	       what, r->stacks, r->v_complete, r->v_cut, r->v_wrong, r->v_other,
+	       (unsigned long long)(r->after.nofault_faults - r->before.nofault_faults),
+	       (unsigned long long)r->before.nr_sections,
+	       (unsigned long long)r->after.nr_sections);
+}
+
 /* A command to a child: a round of @msec ms of workload @op. */
 struct cmd {
-	char op;	/* q: qsort, p: prime (libc), d: the library's chain, n: none */
+	char op;	/* q: qsort, p: prime (libc), d: the library's chain,
+			 * v: the vDSO at sample time, n: none */
 	int msec;
 };
 
@@ -668,6 +717,8 @@ NOIPA int child_main(int argc, char **argv)
 		} else if (m.op == 'q') {
 			err = sample_stacks(run_work, &seconds, FREQ, &stacks);
 			w = &w_qsort;
+		} else if (m.op == 'v') {
+			err = sample_stacks_sync(clock_work, &seconds, FREQ, &stacks);
 		} else if (m.op == 'p') {
 			err = sample_stacks_kernel(prime_work, &seconds, FREQ, &stacks);
 			w = &w_prime;
@@ -686,8 +737,10 @@ NOIPA int child_main(int argc, char **argv)
 		for (i = 0; i < stacks.nr; i++) {
 			if (w)
 				libc_classify(w, &stacks.s[i], &r.t, m.op == 'q');
-			else
+			else if (m.op == 'd')
 				classify_dl(&stacks.s[i], &r, true);
+			else if (m.op == 'v')
+				classify_clock(&stacks.s[i], &r);
 		}
 		fflush(stdout);
 		if (write(res_fd, &r, sizeof(r)) != sizeof(r))
@@ -1004,8 +1057,9 @@ TEST_F_TIMEOUT(libc, agent_running, 180)
 TEST_F_TIMEOUT(libc, shared, 120)
 {
 	struct file_info t0, t1, t2, t3;
-	struct child c[NR_SHARED], late[NR_LATE];
-	struct result r[NR_SHARED], rl;
+	struct child c[NR_SHARED], late[NR_LATE], pre;
+	struct result r[NR_SHARED], rl, rv;
+	unsigned long long cut;
 	unsigned int i, attached = 0, used = 0, late_attached = 0;
 	char path[PATH_MAX];
 	unsigned long ino;
@@ -1022,6 +1076,8 @@ TEST_F_TIMEOUT(libc, shared, 120)
 		ASSERT_EQ(0, child_start(&c[i], NULL));
 	for (i = 0; i < NR_SHARED; i++)
 		ASSERT_EQ(0, child_run(&c[i], 'n', 0, &r[i]));
+	ASSERT_EQ(0, child_start(&pre, NULL));
+	ASSERT_EQ(0, child_run(&pre, 'n', 0, &rv));
 
 	/* One attach, for all of them. */
 	ASSERT_EQ(0, maps_find(c[0].pid, "/libc.so.6", path, sizeof(path), &ino));
@@ -1054,8 +1110,28 @@ TEST_F_TIMEOUT(libc, shared, 120)
 	EXPECT_EQ((unsigned int)NR_SHARED, used);
 
 	/*
+	 * Sampled at NMI/IRQ time only, in code no table describes (the
+	 * vDSO): a process that mapped libc before the attach has its first
+	 * such walk end there, counted in nofault_faults, and the deferred
+	 * unwind that walk asks for attaches libc's table.
+	 */
+	ASSERT_EQ(0, child_run(&pre, 'v', 300, &rv));
+	cut = rv.after.nofault_faults - rv.before.nofault_faults;
+	print_clock("started before the attach, sampled at NMI/IRQ time", &rv);
+	EXPECT_LE(1, cut);
+	EXPECT_EQ(rv.before.nr_sections + 1, rv.after.nr_sections);
+	/*
+	 * Those cut (to ask, or by the frame-pointer rule in libc before
+	 * the attach) end in libc, short of clock_work: never wrong.
+	 */
+	EXPECT_EQ(0, rv.v_wrong);
+	EXPECT_LE(rv.v_other * 50, rv.stacks);
+	EXPECT_EQ(0, child_stop(&pre));
+
+	/*
 	 * Started after the attach: each has libc's table from its exec
-	 * (ld.so's mmap of libc), before any walk.
+	 * (ld.so's mmap of libc), before any walk, and its walks at NMI/IRQ
+	 * time never stop to ask for tables.
 	 */
 	for (i = 0; i < NR_LATE; i++)
 		ASSERT_EQ(0, child_start(&late[i], NULL));
@@ -1066,6 +1142,11 @@ TEST_F_TIMEOUT(libc, shared, 120)
 	printf("# %u children started after the attach: %u had libc's table from exec\n",
 	       NR_LATE, late_attached);
 	EXPECT_EQ((unsigned int)NR_LATE, late_attached);
+	ASSERT_EQ(0, child_run(&late[0], 'v', 300, &rv));
+	print_clock("started after the attach, sampled at NMI/IRQ time", &rv);
+	EXPECT_LT(100, rv.stacks);
+	EXPECT_EQ(0, rv.after.nofault_faults - rv.before.nofault_faults);
+	EXPECT_EQ(rv.stacks, rv.v_complete);
 
 	/* Still one table, of the same size, while they all have it. */
 	ASSERT_EQ(have, query_files(&t2));

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The vDSO's SFrame section.
+//!
+//! The series builds the 64-bit vDSO with `--gsframe`. Its code keeps frame
+//! pointers, but the frame-pointer rule is wrong at a function's first and
+//! last instructions, before `push %rbp` and after `pop %rbp`, where a
+//! sample lands as often as anywhere (`__vdso_clock_gettime`'s first one
+//! most of all: a timer interrupt is taken there): it then reports a
+//! caller that never called, from a `%rbp` the caller uses for data.
+//!
+//! The section is validated once, at boot, from the kernel's copy of the
+//! image, and kept with its FDE table ([`Fdes`]) in kernel memory. Every
+//! address space that has a registry gets it as a registration sharing
+//! those rows, at the vDSO's address: from `map_vdso()` at exec, or when
+//! its registry is created. A process no section describes has no
+//! registry, and its walks are frame-pointer walks, as before.
+
+use crate::{
+    file_table::{elf_layout, enoexec, section_in},
+    mm::{FileMapping, LockedMm},
+    register,
+    registry::{gfp, Fdes, Section},
+};
+use kernel::{
+    alloc::KVVec,
+    bindings,
+    error::code::{EEXIST, ENOENT, ENOSPC},
+    prelude::*,
+    sync::{
+        atomic::{Acquire, Atomic, Release},
+        Arc,
+    },
+};
+
+/// The vDSO's section, validated, and where it is in the image.
+struct Vdso {
+    /// The image's size: what `map_vdso()` maps.
+    image_size: usize,
+    text: crate::file_table::TextSegment,
+    sframe_addr: u64,
+    sframe_len: u32,
+    fdes: Arc<Fdes>,
+}
+
+/// Set once, at boot, and never freed: a `KBox` leaked by [`init`].
+static VDSO: Atomic<*mut Vdso> = Atomic::new(core::ptr::null_mut());
+
+/// The image of the 64-bit vDSO, in kernel memory.
+fn image() -> &'static [u8] {
+    let mut size = 0;
+    // SAFETY: Writes `size` only; the image is static kernel data.
+    let data = unsafe { bindings::unwind_user_vdso_image(&mut size) };
+    // SAFETY: `vdso64_image.data` is `size` bytes of kernel data that lives
+    // as long as the kernel and that nothing writes after boot (the
+    // alternatives are applied before any process maps it).
+    unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size as usize) }
+}
+
+/// Validates the vDSO's section.
+fn build() -> Result<Vdso> {
+    let image = image();
+    let read = |buf: &mut [u8], pos: u64| -> Result {
+        let start = usize::try_from(pos).map_err(|_| enoexec())?;
+        let end = start.checked_add(buf.len()).ok_or(enoexec())?;
+        buf.copy_from_slice(image.get(start..end).ok_or(enoexec())?);
+        Ok(())
+    };
+    let layout = elf_layout(read)?;
+    let sframe = layout.sframe.ok_or(ENOENT)?;
+    let len = usize::try_from(sframe.size).map_err(|_| enoexec())?;
+    let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
+    read(&mut bytes, sframe.offset)?;
+    let text = layout.text;
+    let s = Section {
+        text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
+        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
+        sframe_start: 0,
+        sframe_addr: usize::try_from(sframe.vaddr).map_err(|_| enoexec())?,
+        sframe_len: u32::try_from(len).map_err(|_| enoexec())?,
+        resident: true,
+    };
+    let fdes = register::validate(&s, &bytes[..])?
+        .with_section(bytes)
+        .shared()?;
+    Ok(Vdso {
+        image_size: image.len(),
+        text,
+        sframe_addr: sframe.vaddr,
+        sframe_len: s.sframe_len,
+        fdes,
+    })
+}
+
+/// Validates the vDSO's section, once, at boot (`core_initcall`). Without
+/// it (a vDSO built without `--gsframe`, an allocation failure), the vDSO
+/// is left to the frame-pointer rule.
+pub(crate) fn init() {
+    match build().and_then(|v| Ok(KBox::new(v, GFP_KERNEL)?)) {
+        Ok(v) => VDSO.store(KBox::into_raw(v), Release),
+        Err(e) => pr_info!("no SFrame section for the vDSO: {:?}\n", e),
+    }
+}
+
+/// The vDSO section's table, once validated.
+fn get() -> Option<&'static Vdso> {
+    // SAFETY: Set once by `init()`, before any process exists, and never
+    // freed.
+    unsafe { VDSO.load(Acquire).as_ref() }
+}
+
+/// Are `fdes` the vDSO's? Its registration is the kernel's own, in every
+/// registry: not counted as the process's.
+pub(crate) fn is(fdes: &Arc<Fdes>) -> bool {
+    get().is_some_and(|v| Arc::ptr_eq(&v.fdes, fdes))
+}
+
+/// Registers the vDSO's section in `mm`'s registry, if it has one and maps
+/// the 64-bit vDSO: at `map_vdso()` (exec) and when a registry is created.
+pub(crate) fn register(mm: &LockedMm<'_>) {
+    let Some(v) = get() else {
+        return;
+    };
+    let Some(mut r) = mm.registry() else {
+        return;
+    };
+    // SAFETY: `mm` is live and its mmap lock held (`LockedMm`), under which
+    // the vDSO's address changes.
+    let base = unsafe { bindings::unwind_user_vdso_base(mm.as_ptr()) } as usize;
+    if base == 0 {
+        return;
+    }
+    let m = FileMapping {
+        start: base,
+        end: base.saturating_add(v.image_size),
+        offset: 0,
+        inode: core::ptr::null(),
+    };
+    let Some(s) = section_in(&v.text, v.sframe_addr, v.sframe_len, &m) else {
+        return;
+    };
+    match r.add(s, v.fdes.clone()) {
+        // Registered already, or the address space's limit: nothing to add.
+        Err(e) if e != EEXIST && e != ENOSPC => {
+            pr_debug!("vDSO section not registered: {:?}\n", e)
+        }
+        _ => {}
+    }
+}
