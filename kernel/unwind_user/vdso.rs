@@ -54,7 +54,7 @@ fn image() -> &'static [u8] {
     // SAFETY: `vdso64_image.data` is `size` bytes of kernel data that lives
     // as long as the kernel and that nothing writes after boot (the
     // alternatives are applied before any process maps it).
-    unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size as usize) }
+    unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) }
 }
 
 /// Validates the vDSO's section.

@@ -108,7 +108,8 @@ struct unwind_user_file {
 
 /**
  * struct unwind_user_info - state of this process's unwinder
- * @nr_sections:    sections registered now
+ * @nr_sections:    sections registered now, but the vDSO's, which the
+ *                  kernel registers itself
  * @unwinds:        SFrame lookups done for this address space
  * @sframe_frames:  frames unwound with SFrame, or where SFrame ends the walk
  *                  (an outermost row; code in a section's text that no row
