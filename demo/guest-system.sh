@@ -7,7 +7,7 @@
 # profiled as a whole.
 #
 # Unmodified Debian programs, started first and left running: python3.11
-# (a script), sqlite3 (a query), xz (a stream), the same xz setuid root
+# (a script, which reads the clock in a loop: the vDSO), sqlite3 (a query), xz (a stream), the same xz setuid root
 # started by an unprivileged user (AT_SECURE: no LD_AUDIT for it), and
 # two shell loops of short-lived xz processes. No LD_AUDIT anywhere. Then:
 #
@@ -60,6 +60,7 @@ cp /usr/bin/xz /tmp/xz-suid
 chmod 4755 /tmp/xz-suid
 
 /usr/bin/python3.11 -S -c "
+import time
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 while True:
@@ -67,6 +68,8 @@ while True:
     d = {}
     for i in range(20000):
         d[str(i)] = sorted(str(i * 7919))
+    for i in range(20000):
+        time.monotonic()
 " &
 py=$!
 /usr/bin/sqlite3 :memory: \
