@@ -47,7 +47,7 @@ const struct inode *unwind_user_file_inode(const struct file *file);
 /* kernel/unwind_user/vdso.c: C glue of the vDSO's section. */
 void unwind_user_vdso_init(void);
 const void *unwind_user_vdso_image(unsigned long *size);
-unsigned long unwind_user_vdso_base(const struct mm_struct *mm);
+unsigned long unwind_user_vdso_base(struct mm_struct *mm);
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
 

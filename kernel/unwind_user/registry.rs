@@ -776,6 +776,8 @@ impl<'a> RegistryWriter<'a> {
             |e| e.text_start != text_start,
             None,
         )?);
+        // Its text, still mapped, may be a file's with a table to attach.
+        self.mapping_unsettled();
         Ok(())
     }
 
@@ -800,6 +802,9 @@ impl<'a> RegistryWriter<'a> {
                 self.invalidate(None);
             }
         }
+        // A registration whose section went may leave its text mapped, a
+        // file's with a table to attach.
+        self.mapping_unsettled();
     }
 
     /// Copies the live registrations that `keep` accepts into `dst`, an
@@ -809,15 +814,21 @@ impl<'a> RegistryWriter<'a> {
         dst: &mut RegistryWriter<'_>,
         keep: impl Fn(&Section) -> bool,
     ) -> Result {
+        let mut dropped = false;
         if let Some(old) = self.table() {
+            dropped = old.live().any(|e| !keep(&e.section));
             dst.publish(Table::rebuild(Some(old), keep, None)?);
             dst.next_id.store(self.next_id.load(Relaxed), Relaxed);
         }
         // The child maps what the parent did, or less: what was attached
-        // for the parent's mappings is for the child's.
+        // for the parent's mappings is for the child's, unless a
+        // registration stayed behind whose text the child maps.
         dst.unsettled.store(self.unsettled(), Relaxed);
         dst.files_attached
             .store(self.files_attached.load(Relaxed), Relaxed);
+        if dropped {
+            dst.mapping_unsettled();
+        }
         Ok(())
     }
 
@@ -958,7 +969,7 @@ mod tests {
     #[test]
     fn files_attached_state() -> Result {
         let mut mm = SframeMm::new()?;
-        let mm = mm.exclusive();
+        let mut mm = mm.exclusive();
         // A new registry has attached nothing, in no generation.
         assert!(!mm.files_attached(0));
         mm.set_files_attached(7, mm.unsettled());
@@ -982,6 +993,22 @@ mod tests {
         mm.set_files_attached(9, mm.unsettled());
         mm.copy_to(&mut child, |_| true)?;
         assert!(child.files_attached(9));
+        // A registration that goes may uncover a file's text.
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.set_files_attached(9, mm.unsettled());
+        mm.remove(0x1000)?;
+        assert!(!mm.files_attached(9));
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.set_files_attached(9, mm.unsettled());
+        mm.unmap(0x1000, 0x2000);
+        assert!(!mm.files_attached(9));
+        // So may one a fork leaves behind.
+        let mut other = SframeMm::new()?;
+        let mut other = other.exclusive();
+        mm.add(sec(0x3000, 0x1000), none()?)?;
+        mm.set_files_attached(9, mm.unsettled());
+        mm.copy_to(&mut other, |_| false)?;
+        assert!(!other.files_attached(9));
         Ok(())
     }
 

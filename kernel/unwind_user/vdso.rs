@@ -12,8 +12,8 @@
 //! The section is validated once, at boot, from the kernel's copy of the
 //! image, and kept with its FDE table ([`Fdes`]) in kernel memory. Every
 //! address space that has a registry gets it as a registration sharing
-//! those rows, at the vDSO's address: from `map_vdso()` at exec, or when
-//! its registry is created. A process no section describes has no
+//! those rows, at the vDSO's address: from `map_vdso()` at exec and the
+//! vDSO's `mremap()`, or when its registry is created. A process no section describes has no
 //! registry, and its walks are frame-pointer walks, as before.
 
 use crate::{
@@ -71,6 +71,16 @@ fn build() -> Result<Vdso> {
     let len = usize::try_from(sframe.size).map_err(|_| enoexec())?;
     let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
     read(&mut bytes, sframe.offset)?;
+    // The vDSO is built with frame pointers, which the assembler does not
+    // say: say it in the kernel's copy of the header, so that code with no
+    // row (vgetrandom's ChaCha, assembly without CFI) is left to the
+    // frame-pointer rule, as before, instead of ending the walk. Versions
+    // 1 and 2 have the flag; 3 has none.
+    if matches!(bytes.get(2), Some(1 | 2)) {
+        if let Some(flags) = bytes.get_mut(3) {
+            *flags |= sframe::F_FRAME_POINTER;
+        }
+    }
     let text = layout.text;
     let s = Section {
         text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
@@ -116,7 +126,8 @@ pub(crate) fn is(fdes: &Arc<Fdes>) -> bool {
 }
 
 /// Registers the vDSO's section in `mm`'s registry, if it has one and maps
-/// the 64-bit vDSO: at `map_vdso()` (exec) and when a registry is created.
+/// the 64-bit vDSO: at `map_vdso()` (exec), after the vDSO's `mremap()`,
+/// and when a registry is created.
 pub(crate) fn register(mm: &LockedMm<'_>) {
     let Some(v) = get() else {
         return;
