@@ -9,6 +9,7 @@
 #include <linux/errno.h>
 #include <linux/types.h>
 
+struct inode;
 struct mm_struct;
 struct vm_area_struct;
 struct unwind_user_state;
@@ -31,13 +32,13 @@ void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 		     unsigned long end);
 void sframe_mm_mmap(struct vm_area_struct *vma);
 void sframe_mm_vdso(struct mm_struct *mm);
+void sframe_inode_evict(const struct inode *inode);
 long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 		  unsigned long arg5);
 int unwind_user_assist_signal(unsigned int *timeout_ms);
 
 /* kernel/unwind_user/files.c: C glue of the per-file tables. */
 struct file;
-struct inode;
 extern unsigned long unwind_user_file_bytes_max;
 void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
@@ -92,6 +93,8 @@ static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 static inline void sframe_mm_mmap(struct vm_area_struct *vma) {}
 
 static inline void sframe_mm_vdso(struct mm_struct *mm) {}
+
+static inline void sframe_inode_evict(const struct inode *inode) {}
 
 static inline long sframe_prctl(unsigned long op, unsigned long arg3,
 				unsigned long arg4, unsigned long arg5)

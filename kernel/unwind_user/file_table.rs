@@ -3,27 +3,34 @@
 //! SFrame tables of files, one per file, shared by every address space
 //! that maps the file's text, now or later.
 //!
-//! A privileged agent attaches a section to a file
-//! (`UNWIND_USER_FILE_ATTACH`: a file descriptor and the section's bytes):
-//! the kernel reads the file's program headers itself, copies and
-//! validates the section once, and keeps it with its FDE table in kernel
-//! memory ([`FileTable`]). Nothing happens at exec or mmap: the first walk
-//! that may sleep and meets an IP no registration covers attaches the
-//! tables of every file the address space maps executable
-//! ([`attach_mapped`]), each with its mapping's load bias, as a
+//! A file's table comes from its own `PT_GNU_SFRAME` segment (a program or
+//! library built with `--gsframe`), or from a privileged agent that attaches
+//! a section to a file that has none (`UNWIND_USER_FILE_ATTACH`: a file
+//! descriptor and the section's bytes). Either way the kernel reads the
+//! file's program headers itself, validates the section once, and keeps it
+//! with its FDE table in kernel memory ([`FileTable`]); a file with no
+//! section it can use gets a table that says so, so that it is read once.
+//!
+//! Nothing is read at exec or mmap: mmap attaches the table a file has
+//! already ([`attach_mapping`]), a lookup. The first walk that may sleep
+//! and meets an IP no registration covers builds the tables of the files
+//! the address space maps executable that have none yet, and attaches them
+//! all ([`attach_mapped`]), each with its mapping's load bias, as a
 //! registration whose rows are read from kernel memory (never a user read,
 //! at NMI time neither). A walk at NMI or IRQ time that meets such an IP
 //! before ends there and asks for a deferred unwind, which attaches them;
-//! and so again once the mappings or the tables changed.
+//! and so again once a mapping or a table changed.
 //!
 //! A table is keyed by the file's inode (the one user space sees: an
-//! overlayfs file's, not its layer's) and holds a reference to the file
-//! it was attached with, as an open file descriptor would (the file system
-//! cannot be unmounted under it), and is stamped with the inode's size,
-//! mtime and ctime when it was built: a file open for writing is refused,
+//! overlayfs file's, not its layer's) and stamped with the inode's size,
+//! mtime and ctime when it was built: a file open for writing gets none,
 //! and a table whose file changed since (rewritten in place, truncated) is
-//! dropped instead of attached. Their memory is charged to the memory
-//! cgroup of the agent that attached them, and bounded machine-wide by
+//! dropped instead of attached. A table built from the file holds no
+//! reference to it: it goes when the inode is evicted ([`evict`]), once
+//! nothing maps the file and the inode cache lets it go. An agent's table
+//! holds the file it was attached with, as an open file descriptor would,
+//! until it is detached. The tables' memory is charged to the memory
+//! cgroup of the task that built them, and bounded machine-wide by
 //! `kernel.unwind_user_file_bytes_max`, until it is freed: a table
 //! detached or replaced counts as long as an address space still uses it.
 
@@ -58,7 +65,7 @@ pub(crate) fn enoexec() -> Error {
 global_lock! {
     // SAFETY: `unwind_user_files_init()` initialises it, at core_initcall
     // time, before any user process exists to attach or unwind.
-    unsafe(uninit) static FILES: Mutex<KVec<Arc<FileTable>>> = KVec::new();
+    unsafe(uninit) static FILES: Mutex<KVVec<Arc<FileTable>>> = KVVec::new();
 }
 
 /// Initialises the lock of the machine's file tables.
@@ -71,7 +78,8 @@ pub(crate) unsafe fn init() {
     unsafe { FILES.init() };
 }
 
-/// How many tables [`FILES`] holds, readable without its lock.
+/// How many tables [`FILES`] holds, readable without its lock: described
+/// files and those found to have nothing to describe.
 static NR_TABLES: Atomic<u64> = Atomic::new(0);
 /// Bytes of kernel memory the file tables hold, those of [`FILES`] and
 /// those detached or replaced that an address space still uses.
@@ -109,15 +117,12 @@ pub(crate) fn gen() -> u64 {
     GEN.load(Relaxed)
 }
 
-/// Does any file have a table? One atomic read: what a walk asks before
-/// looking for one.
-pub(crate) fn any() -> bool {
-    NR_TABLES.load(Relaxed) != 0
-}
-
-/// The number of file tables and the kernel memory they take.
+/// The number of files described by a table, and the kernel memory the
+/// tables take.
 pub(crate) fn usage() -> (u64, u64) {
-    (NR_TABLES.load(Relaxed), TABLE_BYTES.load(Relaxed))
+    let files = FILES.lock();
+    let described = files.iter().filter(|t| t.described.is_some()).count();
+    (described as u64, TABLE_BYTES.load(Relaxed))
 }
 
 /// A segment of an ELF file: where it is, in the file and at link time.
@@ -179,15 +184,8 @@ impl Stamp {
     }
 }
 
-/// The SFrame table of one file.
-///
-/// A table is dropped in process context only, where `fput()` may run: it
-/// lives in [`FILES`] and in the locals of task-context functions
-/// (registrations share its [`Fdes`], not the table).
-pub(crate) struct FileTable {
-    /// The file the table was attached with: it keeps the inode live.
-    file: ARef<File>,
-    stamp: Stamp,
+/// What a file's table says of its section, when the kernel can use it.
+struct Described {
     text: TextSegment,
     /// The link-time address the section's own addresses are relative to.
     sframe_addr: u64,
@@ -195,20 +193,53 @@ pub(crate) struct FileTable {
     fdes: Arc<Fdes>,
 }
 
+/// The SFrame table of one file: its section, or the answer that it has
+/// none the kernel can use.
+///
+/// A table is dropped in process context only, where `fput()` may run: it
+/// lives in [`FILES`] and in the locals of task-context functions
+/// (registrations share its [`Fdes`], not the table).
+pub(crate) struct FileTable {
+    /// The file's inode (the one user space sees), the table's key. Live
+    /// while the table is in [`FILES`]: an agent's table holds `_file`, and
+    /// any other is removed when the inode is evicted, before it is freed
+    /// ([`evict`]).
+    inode: usize,
+    /// The file an agent attached the table with. Its section is not in
+    /// the file, so the table keeps the file until it is detached (the
+    /// file system cannot be unmounted meanwhile, as with an open file).
+    _file: Option<ARef<File>>,
+    stamp: Stamp,
+    /// `None`: the file has no section the kernel uses (none, or one it
+    /// refused), remembered so that neither mmap nor a walk reads the file
+    /// again.
+    described: Option<Described>,
+}
+
 impl FileTable {
     fn key(&self) -> usize {
-        inode_of(&self.file) as usize
+        self.inode
     }
 
     /// Has the file changed since the table was built?
-    fn stale(&self) -> bool {
-        // SAFETY: The table's file keeps its inode live.
-        unsafe { Stamp::of(inode_of(&self.file)) != self.stamp }
+    ///
+    /// # Safety
+    ///
+    /// The table's inode must be live: the table is in [`FILES`] and its
+    /// lock held, or a mapping of the file is known to exist.
+    unsafe fn stale(&self) -> bool {
+        // SAFETY: The caller's contract.
+        unsafe { Stamp::of(self.inode as *const bindings::inode) != self.stamp }
     }
 
-    /// The registration of this table for `m`, a mapping of its file.
-    fn section_in(&self, m: &FileMapping) -> Option<Section> {
-        section_in(&self.text, self.sframe_addr, self.sframe_len, m)
+    /// The registration of this table for `m`, a mapping of its file, and
+    /// the table it shares; `None` if it describes nothing there.
+    fn section_in(&self, m: &FileMapping) -> Option<(Section, &Arc<Fdes>)> {
+        let d = self.described.as_ref()?;
+        Some((
+            section_in(&d.text, d.sframe_addr, d.sframe_len, m)?,
+            &d.fdes,
+        ))
     }
 }
 
@@ -370,6 +401,63 @@ fn inode_of(file: &LocalFile) -> *const bindings::inode {
     unsafe { bindings::unwind_user_file_inode(file.as_ptr()) }
 }
 
+/// Validates `bytes`, a section for `text` whose addresses are relative to
+/// `sframe_addr` at link time, into what a file's table keeps of it: the
+/// FDEs relative to the text, whatever its load bias, and the section
+/// itself, counted against the machine's budget.
+fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>) -> Result<Described> {
+    let s = Section {
+        text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
+        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
+        sframe_start: 0,
+        sframe_addr: usize::try_from(sframe_addr).map_err(|_| EINVAL)?,
+        sframe_len: u32::try_from(bytes.len()).map_err(|_| E2BIG)?,
+        resident: true,
+    };
+    let fdes = register::validate(&s, &bytes[..])?
+        .with_section(bytes)
+        .charge_files()?
+        .shared()?;
+    Ok(Described {
+        text,
+        sframe_addr,
+        sframe_len: s.sframe_len,
+        fdes,
+    })
+}
+
+/// Builds the table of a file (whose inode is `inode`) with `build`, which
+/// reads it, keeping `agent_file` if an agent attaches it; `ETXTBSY` if the file is open for writing, or was written to
+/// meanwhile: a table never describes contents other than its stamp's.
+fn build_table(
+    inode: *const bindings::inode,
+    agent_file: Option<ARef<File>>,
+    build: impl FnOnce() -> Result<Option<Described>>,
+) -> Result<Arc<FileTable>> {
+    // SAFETY: The caller holds a reference to the file, which keeps its
+    // inode live.
+    let open_for_write = || unsafe { bindings::unwind_user_inode_open_for_write(inode) };
+    if open_for_write() {
+        return Err(ETXTBSY);
+    }
+    // SAFETY: As above.
+    let stamp = unsafe { Stamp::of(inode) };
+    let described = build()?;
+    // SAFETY: As above.
+    if open_for_write() || unsafe { Stamp::of(inode) } != stamp {
+        return Err(ETXTBSY);
+    }
+    Ok(Arc::new(
+        FileTable {
+            inode: inode as usize,
+            _file: agent_file,
+            stamp,
+            described,
+        },
+        gfp(),
+    )?)
+}
+
 /// `UNWIND_USER_FILE_ATTACH`: builds the table of the file `u.fd` from the
 /// section at `u.sframe_ptr` and makes it the file's table.
 pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
@@ -382,78 +470,113 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     }
     let file = regular_file(u.fd)?;
     let inode = inode_of(&file);
-    // SAFETY: The file keeps its inode live.
-    let open_for_write = || unsafe { bindings::unwind_user_inode_open_for_write(inode) };
-    if open_for_write() {
-        return Err(ETXTBSY);
-    }
-    // SAFETY: As above.
-    let stamp = unsafe { Stamp::of(inode) };
-    let text = text_segment(&file)?;
-
-    let len = usize::try_from(u.sframe_size).map_err(|_| E2BIG)?;
-    let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
-    UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
-        .reader()
-        .read_slice(&mut bytes)?;
-    // Validated at link-time addresses: the FDEs are kept relative to the
-    // text, whatever its load bias.
-    let s = Section {
-        text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
-        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
-        sframe_start: 0,
-        sframe_addr: usize::try_from(u.sframe_addr).map_err(|_| EINVAL)?,
-        sframe_len: u32::try_from(len).map_err(|_| E2BIG)?,
-        resident: true,
+    let build = || {
+        let text = text_segment(&file)?;
+        let len = usize::try_from(u.sframe_size).map_err(|_| E2BIG)?;
+        let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
+        UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
+            .reader()
+            .read_slice(&mut bytes)?;
+        describe(text, u.sframe_addr, bytes).map(Some)
     };
-    let fdes = register::validate(&s, &bytes[..])?
-        .with_section(bytes)
-        .charge_files()?
-        .shared()?;
-    // SAFETY: As above.
-    if open_for_write() || unsafe { Stamp::of(inode) } != stamp {
-        // Written to while the program headers were read.
-        return Err(ETXTBSY);
-    }
     // SAFETY: `fget()` in this system call; prctl() takes no
     // `fdget_pos()`.
-    let file = unsafe { LocalFile::assume_no_fdget_pos(file) };
-    let table = Arc::new(
-        FileTable {
-            file,
-            stamp,
-            text,
-            sframe_addr: u.sframe_addr,
-            sframe_len: s.sframe_len,
-            fdes,
-        },
-        gfp(),
-    )?;
-    let old = insert(table)?;
+    let held = unsafe { LocalFile::assume_no_fdget_pos(file.clone()) };
+    let table = build_table(inode, Some(held), build)?;
+    let old = insert(table, true)?;
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
     Ok(())
 }
 
-/// Makes `table` its file's table; returns the table it replaces.
-fn insert(table: Arc<FileTable>) -> Result<Option<Arc<FileTable>>> {
-    let mut files = FILES.lock();
-    let at = files.binary_search_by_key(&table.key(), |t| t.key());
-    let old = match at {
-        Ok(i) => Some(core::mem::replace(files.get_mut(i).ok_or(EINVAL)?, table)),
-        Err(i) => {
-            files.reserve(1, gfp())?;
-            files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
-            None
+/// The table of `file` built from its own `PT_GNU_SFRAME` segment, or one
+/// that says it has none the kernel uses. `Err` only for what may not last
+/// (no memory, a read error, a file open for writing): that is not to be
+/// remembered.
+fn build_own(file: ARef<File>) -> Result<Arc<FileTable>> {
+    let inode = inode_of(&file);
+    build_table(inode, None, || {
+        let layout = match elf_layout(|buf, pos| read_at(&file, buf, pos)) {
+            Ok(l) => l,
+            Err(e) if e == enoexec() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let Some(sf) = layout.sframe else {
+            return Ok(None);
+        };
+        let len = match usize::try_from(sf.size) {
+            Ok(len) if len != 0 && len <= MAX_SECTION_SIZE => len,
+            _ => return Ok(None),
+        };
+        let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
+        match read_at(&file, &mut bytes, sf.offset) {
+            Ok(()) => {}
+            Err(e) if e == enoexec() => return Ok(None),
+            Err(e) => return Err(e),
         }
-    };
-    NR_TABLES.store(files.len() as u64, Relaxed);
-    GEN.add(1, Relaxed);
-    Ok(old)
+        match describe(layout.text, sf.vaddr, bytes) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e == ENOMEM || e == EINTR => Err(e),
+            // Malformed, unsupported or over the budget: not described,
+            // until the file or its inode goes.
+            Err(_) => Ok(None),
+        }
+    })
+}
+
+/// Most tables [`FILES`] holds, described files and others: one pointer
+/// each in the array, and an answer that saves reading the file again.
+const MAX_TABLES: usize = 1 << 16;
+
+/// Makes `table` its file's table, unless `replace` is false and the file
+/// has one already; returns the table it replaces. `ENOSPC` when
+/// [`MAX_TABLES`] files have one. A table that replaces another advances
+/// the generation: address spaces that attached the old one, or found
+/// their file had none, are not settled any more. A new file's table does
+/// not: mmap leaves a mapping of a file with no table unsettled
+/// ([`attach_mapping`]).
+///
+/// Allocates nothing with the lock held: inode eviction takes it
+/// ([`evict`]), in reclaim too.
+fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>> {
+    let mut spare: KVVec<Arc<FileTable>> = KVVec::new();
+    loop {
+        let mut files = FILES.lock();
+        let i = match files.binary_search_by_key(&table.key(), |t| t.key()) {
+            Ok(_) if !replace => return Ok(None),
+            Ok(i) => {
+                let old = files.get_mut(i).map(|t| core::mem::replace(t, table));
+                GEN.add(1, Relaxed);
+                return Ok(old);
+            }
+            Err(i) => i,
+        };
+        if files.len() < files.capacity() {
+            files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
+            NR_TABLES.store(files.len() as u64, Relaxed);
+            return Ok(None);
+        }
+        if files.len() >= MAX_TABLES {
+            return Err(ENOSPC);
+        }
+        if spare.capacity() > files.len() {
+            // The array grown out of the lock: move the tables over. Cannot
+            // fail: `spare` is empty, with room for them all.
+            for t in files.drain_all() {
+                spare.push_within_capacity(t).map_err(|_| EINVAL)?;
+            }
+            core::mem::swap(&mut *files, &mut spare);
+            continue;
+        }
+        let want = files.len().saturating_mul(2).max(16);
+        drop(files);
+        spare.reserve(want, GFP_KERNEL)?;
+    }
 }
 
 /// Removes `inode`'s table (only `only` if given: a table found stale is
-/// not to take a newer one with it); returns it.
+/// not to take a newer one with it); returns it, to be dropped out of the
+/// lock.
 fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>> {
     let mut files = FILES.lock();
     let i = files.binary_search_by_key(&inode, |t| t.key()).ok()?;
@@ -467,7 +590,8 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
     Some(old)
 }
 
-/// `UNWIND_USER_FILE_DETACH`: the file `fd` has no table any more.
+/// `UNWIND_USER_FILE_DETACH`: the file `fd` has no table any more (the
+/// kernel builds one from the file's own section again, if it has one).
 /// Address spaces that attached it keep it until they unmap the text.
 pub(crate) fn detach(fd: i32) -> Result {
     privileged()?;
@@ -477,13 +601,54 @@ pub(crate) fn detach(fd: i32) -> Result {
     Ok(())
 }
 
-/// The table of the file with inode `inode`, if it has one.
+/// Forgets the table of `inode`, which is being evicted: no address space
+/// maps it, and the table would be built again from the file. Called by
+/// `evict()` for every inode, in reclaim too: one atomic read while no
+/// file has a table, and only regular files' take the tables' mutex.
+///
+/// # Safety
+///
+/// `inode` must be live for the call.
+pub(crate) unsafe fn evict(inode: *const bindings::inode) {
+    // SAFETY: The caller's contract.
+    let mode = u32::from(unsafe { (*inode).i_mode });
+    if mode & bindings::S_IFMT != bindings::S_IFREG {
+        return;
+    }
+    // A table is inserted by whoever holds a reference to its file: before
+    // the last reference went, so before the eviction that reads this.
+    if NR_TABLES.load(Relaxed) == 0 {
+        return;
+    }
+    let old = {
+        let mut files = FILES.lock();
+        let Ok(i) = files.binary_search_by_key(&(inode as usize), |t| t.key()) else {
+            return;
+        };
+        let old = files.remove(i).ok();
+        NR_TABLES.store(files.len() as u64, Relaxed);
+        // Nothing maps the file: no address space needs to know.
+        old
+    };
+    drop(old);
+}
+
+/// The current table of the file whose inode is `inode`, if it has one: a
+/// table whose file changed is removed instead. `inode` is compared only.
 fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
     let files = FILES.lock();
     let i = files
         .binary_search_by_key(&(inode as usize), |t| t.key())
         .ok()?;
-    files.get(i).cloned()
+    let table = files.get(i)?.clone();
+    // SAFETY: The table is in `FILES`, whose lock we hold: its inode is
+    // live (see `FileTable::inode`).
+    if unsafe { table.stale() } {
+        drop(files);
+        drop(remove(table.key(), Some(&table)));
+        return None;
+    }
+    Some(table)
 }
 
 /// What [`attach_mapped`] did.
@@ -509,30 +674,29 @@ struct Candidate {
     section: Section,
 }
 
-/// The tables of the files in `mappings` that fit their mapping: stale
-/// ones are dropped, and mappings of a file with no table skipped.
-fn candidates(mappings: &[FileMapping]) -> Result<KVec<Candidate>> {
+/// The tables of the files in `mappings` that describe their mapping, and
+/// whether a file has no table (one that could not be built).
+fn candidates(mappings: &[FileMapping]) -> Result<(KVec<Candidate>, bool)> {
     let mut found = KVec::new();
+    let mut missing = false;
     for m in mappings {
         let Some(table) = find(m.inode) else {
+            missing = true;
             continue;
         };
-        if table.stale() {
-            drop(remove(table.key(), Some(&table)));
+        let Some((section, _)) = table.section_in(m) else {
             continue;
-        }
-        if let Some(section) = table.section_in(m) {
-            found.push(
-                Candidate {
-                    mapping: *m,
-                    table,
-                    section,
-                },
-                GFP_KERNEL,
-            )?;
-        }
+        };
+        found.push(
+            Candidate {
+                mapping: *m,
+                table,
+                section,
+            },
+            GFP_KERNEL,
+        )?;
     }
-    Ok(found)
+    Ok((found, missing))
 }
 
 /// Attaches to `mm`, the current task's address space, the tables of the
@@ -542,31 +706,39 @@ fn candidates(mappings: &[FileMapping]) -> Result<KVec<Candidate>> {
 /// settled every mapping (attached its table, or found it has none, or
 /// that something else is registered there).
 fn attach_tables(mm: &MmWithUser, smm: &SframeMm, mappings: &[FileMapping]) -> (Attach, bool) {
-    // Compared as a value only: a table's inode is live, and the write
-    // lock below checks each mapping again.
+    // Compared as a value only: the write lock below checks each mapping
+    // again.
     let files_gen = gen();
-    let Ok(mut found) = candidates(mappings) else {
+    let Ok((mut found, mut later)) = candidates(mappings) else {
         return (Attach::Later, false);
     };
     // What is registered already (by mmap, most often) needs no lock.
     found.retain(|c| !smm.covers(c.section.text_start));
     if found.is_empty() {
-        return (Attach::None, true);
+        return if later {
+            (Attach::Later, false)
+        } else {
+            (Attach::None, true)
+        };
     }
-    let mut later = false;
     let added = mm::with_locked(mm, |l| {
         let mut added = false;
         for c in &found {
-            // The same mapping of the same file as under the read lock,
-            // and still its current, unchanged table.
+            // The same mapping of the same file as under the read lock
+            // (which keeps the inode live for `stale()`), and still its
+            // current, unchanged table.
             if l.exec_file_mapping(c.mapping.start) != Some(c.mapping)
                 || gen() != files_gen
-                || c.table.stale()
+                // SAFETY: The mapping of the table's file is still there.
+                || unsafe { c.table.stale() }
             {
                 later = true;
                 continue;
             }
-            match l.registry_or_create()?.add(c.section, c.table.fdes.clone()) {
+            let Some((_, fdes)) = c.table.section_in(&c.mapping) else {
+                continue;
+            };
+            match l.registry_or_create()?.add(c.section, fdes.clone()) {
                 Ok(()) => added = true,
                 // Another registration there, or the address space's
                 // limits.
@@ -584,18 +756,20 @@ fn attach_tables(mm: &MmWithUser, smm: &SframeMm, mappings: &[FileMapping]) -> (
     }
 }
 
+/// Most files one attach pass reads for tables they have not got yet.
+const MAX_BUILDS: usize = 64;
+
 /// Attaches to `mm`, the current task's address space whose registry is
-/// `smm`, the tables of every file it maps executable: what a walk that may
-/// sleep does when it meets code no registration covers, so that the walks
-/// at NMI or IRQ time that come after find them all. Returns what it did;
-/// when it settled every mapping, it says so in `smm` for generation
-/// `files_gen` of the tables (read before it looked).
+/// `smm`, the tables of every file it maps executable, building those of
+/// files that have none yet from their own `PT_GNU_SFRAME` segment: what a
+/// walk that may sleep does when it meets code no registration covers, so
+/// that the walks at NMI or IRQ time that come after find them all.
+/// Returns what it did; when it settled every mapping, it says so in `smm`
+/// for generation `files_gen` of the tables (read before it looked).
 pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> Attach {
     kernel::task::might_sleep();
-    if !any() {
-        return Attach::None;
-    }
     let mut mappings = KVec::new();
+    let mut unknown: KVec<ARef<File>> = KVec::new();
     let unsettled = {
         let _mmap = mm.mmap_read_lock();
         let mut addr = 0;
@@ -610,15 +784,37 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
             // `_mmap` lives.
             let vma = unsafe { VmaRef::from_raw(vma) };
             addr = vma.end();
-            if let Some(m) = FileMapping::of(vma) {
-                if mappings.push(m, GFP_KERNEL).is_err() {
-                    return Attach::Later;
-                }
+            // A mapping whose code a registration describes (the prctl's, or
+            // its table attached already) needs nothing.
+            let Some(m) = FileMapping::of(vma).filter(|m| !smm.overlaps(m.start, m.end)) else {
+                continue;
+            };
+            if mappings.push(m, GFP_KERNEL).is_err() {
+                return Attach::Later;
+            }
+            if unknown.len() >= MAX_BUILDS || find(m.inode).is_some() {
+                continue;
+            }
+            // SAFETY: `FileMapping::of()` found a file; the VMA holds a
+            // reference to it while the mmap lock is held.
+            let file = unsafe { File::from_raw_file((*vma.as_ptr()).vm_file) };
+            if unknown.iter().all(|f| inode_of(f) != m.inode)
+                && unknown.push(file.into(), GFP_KERNEL).is_err()
+            {
+                return Attach::Later;
             }
         }
         // Stable: mmap counts under the write lock.
         smm.unsettled()
     };
+    // Read and validated with no lock held, once for the machine.
+    for file in unknown {
+        // Not inserted (a table appeared meanwhile, or no room): that file
+        // leaves the address space unsettled, and its next walk tries again.
+        if let Ok(table) = build_own(file) {
+            let _ = insert(table, false);
+        }
+    }
     let (attached, settled) = attach_tables(mm, smm, &mappings);
     if settled {
         smm.set_files_attached(files_gen, unsettled);
@@ -627,25 +823,27 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
 }
 
 /// Attaches to `mm` the table of the file `vma` maps, if it is executable
-/// and the file has a table that fits it (`sframe_mm_mmap()`). Whether it
-/// did is no concern of mmap's: a mapping it could not settle is counted
-/// (`SframeMm::unsettled`), and the next walk that meets uncovered code
-/// attaches the tables again.
+/// and the file's table describes it (`sframe_mm_mmap()`). One lookup, no
+/// read of the file: a file with no table yet (never seen since its inode
+/// was read) leaves the mapping unsettled (`SframeMm::unsettled`), for the
+/// next walk that meets uncovered code to build and attach, as does a
+/// mapping whose table could not be attached.
 ///
 /// `in_exec`: the mapping is exec's. The first executable mapping of a new
-/// program then creates the registry, settled: a process started after
-/// the tables is described from its first instruction, and its walks at
-/// NMI time never stop to ask for them.
+/// program then creates the registry, settled but for that mapping: a
+/// process started after its files' tables were built is described from
+/// its first instruction, and its walks at NMI time never stop to ask for
+/// them.
 pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
     let Some(m) = FileMapping::of(vma) else {
         return;
     };
     let files_gen = gen();
-    let table = find(m.inode).filter(|t| !t.stale());
-    let fit = table.as_ref().and_then(|t| Some((t, t.section_in(&m)?)));
+    let table = find(m.inode);
+    let fit = table.as_ref().and_then(|t| t.section_in(&m));
     let mut r = match mm.registry() {
         Some(r) => r,
-        None if fit.is_some() || in_exec => {
+        None if fit.is_some() || in_exec || table.is_none() => {
             let Ok(r) = mm.registry_or_create() else {
                 // No registry: a walk that meets uncovered code creates it
                 // and attaches.
@@ -658,14 +856,15 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
         }
         None => return,
     };
-    let settled = match fit {
-        Some((t, s)) => match r.add(s, t.fdes.clone()) {
+    let settled = match (&table, fit) {
+        (_, Some((s, fdes))) => match r.add(s, fdes.clone()) {
             Ok(()) => true,
             Err(e) => e == EEXIST || e == ENOSPC,
         },
-        // No table, or one that does not fit this mapping: neither would a
-        // walk attach one.
-        None => true,
+        // A table that says the file has nothing, or does not fit this
+        // mapping: neither would a walk attach one.
+        (Some(_), None) => true,
+        (None, None) => false,
     };
     if !settled {
         r.mapping_unsettled();

@@ -640,6 +640,15 @@ impl SframeMm {
         self.table(&guard).and_then(|t| t.find(pc)).is_some()
     }
 
+    /// Does a registration describe code in `[start, end)`?
+    pub(crate) fn overlaps(&self, start: usize, end: usize) -> bool {
+        let guard = rcu::read_lock();
+        self.table(&guard).is_some_and(|t| {
+            t.live()
+                .any(|e| e.section.text_start < end && start < e.section.text_end)
+        })
+    }
+
     /// Caches what `pc` (`adj`: a return address minus one) unwinds with,
     /// as found by a lookup in generation `gen`, unless the registry has
     /// changed since (the answer may be stale, and a walk of the new
@@ -792,6 +801,12 @@ impl<'a> RegistryWriter<'a> {
         if !old.live().any(|e| hit(&e.section)) {
             return;
         }
+        // A registration whose section went may leave its text mapped, a
+        // file's with a table to attach; one whose text went whole leaves
+        // nothing to describe (dlclose(), exit).
+        let text_left = old.live().any(|e| {
+            hit(&e.section) && !(start <= e.section.text_start && e.section.text_end <= end)
+        });
         match Table::rebuild(Some(old), |e| !hit(e), None) {
             Ok(t) => self.publish(t),
             Err(_) => {
@@ -802,9 +817,9 @@ impl<'a> RegistryWriter<'a> {
                 self.invalidate(None);
             }
         }
-        // A registration whose section went may leave its text mapped, a
-        // file's with a table to attach.
-        self.mapping_unsettled();
+        if text_left {
+            self.mapping_unsettled();
+        }
     }
 
     /// Copies the live registrations that `keep` accepts into `dst`, an
@@ -998,9 +1013,19 @@ mod tests {
         mm.set_files_attached(9, mm.unsettled());
         mm.remove(0x1000)?;
         assert!(!mm.files_attached(9));
+        // Its section unmapped, its text left: unsettled.
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.set_files_attached(9, mm.unsettled());
+        mm.unmap(0x7000_1000, 0x7000_2000);
+        assert!(!mm.files_attached(9));
+        // Its text unmapped whole (dlclose()): nothing left to describe.
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.set_files_attached(9, mm.unsettled());
         mm.unmap(0x1000, 0x2000);
+        assert!(mm.files_attached(9));
+        // In part: what is left may be a file's.
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.unmap(0x1000, 0x1800);
         assert!(!mm.files_attached(9));
         // So may one a fork leaves behind.
         let mut other = SframeMm::new()?;

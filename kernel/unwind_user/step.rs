@@ -405,7 +405,7 @@ fn lookup_step(
     // say whether a table describes `pc`, so this one caches nothing for
     // it; any other miss is cached below.
     let mut attach_later = false;
-    if lookup.found.is_none() && file_table::any() {
+    if lookup.found.is_none() {
         let files_gen = file_table::gen();
         // Unless every file mapped executable had its table attached, in
         // this generation of the tables, and none was mapped unsettled.

@@ -123,11 +123,11 @@ pub unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c
 }
 
 /// Prepares `state`, a walk of the current task, for SFrame steps: finds
-/// the registry of `mm` once for the walk. Returns `false` when `mm` has no
-/// section registered and no file has a table: the walk then uses frame
-/// pointers alone. While files have tables, any walk may meet one's code:
-/// one that may sleep attaches it, one at NMI or IRQ time ends there and
-/// asks for a deferred unwind that does (`step::attach_pending`).
+/// the registry of `mm` once for the walk. Any walk may meet code a file's
+/// table describes, so it always takes part: one that may sleep attaches
+/// the tables of the files it meets, one at NMI or IRQ time ends at code
+/// whose table is not attached yet and asks for a deferred unwind that
+/// attaches it (`step::attach_pending`).
 ///
 /// # Safety
 ///
@@ -138,7 +138,6 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
     mm: *mut bindings::mm_struct,
     state: *mut bindings::unwind_user_state,
 ) -> bool {
-    let may_attach = file_table::any();
     // SAFETY: Valid (the caller's contract), not aliased during the call.
     let state = unsafe { &mut *state };
     // SAFETY: `mm` is the current task's mm (the caller's contract), which
@@ -146,15 +145,11 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
     let Some(smm) = SframeMm::of(unsafe { MmWithUser::from_raw(mm) }) else {
         // The first step creates the registry (`unwind_user_sframe_next()`).
         state.sframe_mm = core::ptr::null_mut();
-        return may_attach;
+        return true;
     };
     smm.sync_files(file_table::gen());
-    let gen = smm.gen();
-    if gen & 1 == 0 && !may_attach {
-        return false;
-    }
     state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
-    state.sframe_gen = gen;
+    state.sframe_gen = smm.gen();
     true
 }
 
@@ -281,9 +276,6 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
 /// place, with the mmap write lock held.
 #[export]
 pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
-    if !file_table::any() {
-        return;
-    }
     // SAFETY: `vma` is live and in its mm, whose write lock is held (the
     // caller's contract), for the call.
     let (mm, vma) = unsafe {
@@ -299,6 +291,18 @@ pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
     // return on).
     let in_exec = unsafe { (*task.as_ptr()).in_execve() } != 0;
     file_table::attach_mapping(&mm, vma, in_exec);
+}
+
+/// Forgets the table of the file whose inode `evict()` is freeing: nothing
+/// maps it, and it would be built again from the file.
+///
+/// # Safety
+///
+/// `inode` must be an inode that `evict()` is freeing, live for the call.
+#[export]
+pub unsafe extern "C" fn sframe_inode_evict(inode: *const bindings::inode) {
+    // SAFETY: The caller's contract.
+    unsafe { file_table::evict(inode) };
 }
 
 /// Validates the vDSO's SFrame section, once, at boot (`vdso.c`'s

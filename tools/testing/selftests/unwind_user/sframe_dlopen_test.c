@@ -1,17 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A dlopen'ed library with a real SFrame section (gas --gsframe), which
- * the kernel does not register by itself: user space registers it the way
- * Documentation/userspace-api/unwind_user.rst shows (dl_iterate_phdr, the
- * library's PT_GNU_SFRAME and executable PT_LOAD, at its load address).
+ * Files with their own SFrame section (gas --gsframe), described by the
+ * kernel with no help from user space.
  *
- * Unregistered, the library's frames (no frame pointers) are left to the
- * frame-pointer rule and its stacks are wrong; registered, every stack
- * through it names every frame up to main; dlclose() unmaps it and the
- * registration goes with it; dlopen() again does not bring it back.
+ * exec_own_section: a copy of this program, a file whose table nothing
+ * built yet, exec'ed and sampled at NMI/IRQ time. Nothing is read at exec:
+ * the new program starts with no section; its first walk in its own code
+ * ends there and asks for a deferred unwind, which builds the file's table
+ * and attaches it; every stack after is complete. Exec'ed again, the
+ * program has the table from its first instruction, and no walk stops.
+ *
+ * dlopen_own_section: a dlopen'ed library, copied
+ * to a file of its own so that no table of it exists yet. The kernel
+ * describes it by itself: the first walk that may sleep and meets its code
+ * reads its PT_GNU_SFRAME segment and builds the file's table; every stack
+ * through it then names every frame up to main, and user space registering
+ * the same text (the way Documentation/userspace-api/unwind_user.rst shows)
+ * is refused as a duplicate. dlclose() unmaps it and the registration goes
+ * with it; dlopen() again attaches the table at once (mmap finds it), with
+ * no walk; and the table goes when the file's inode does.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <link.h>
@@ -19,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "../kselftest_harness.h"
 #include "unwind_user_test.h"
@@ -36,6 +48,18 @@ void __attribute__((noipa)) spin_cb(void)
 	for (i = 0; i < 3000; i++)
 		x = x * 2862933555777941757ul + 3037000493ul;
 	sink = x;
+}
+
+static double spin_seconds = 0.1;
+
+/* Spins for *@arg seconds, in this program's code. */
+void __attribute__((noipa)) spin_for(void *arg)
+{
+	double end = now_seconds() + *(double *)arg;
+
+	do
+		spin_cb();
+	while (now_seconds() < end);
 }
 
 struct run {
@@ -87,21 +111,53 @@ static int find_lib(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-static void *open_lib(struct __test_metadata *_metadata, struct find *f)
+/* A copy of libsframe_dl.so, a new file whose table nothing built yet. */
+static char lib_copy[PATH_MAX];
+
+/* Copies @from to @to, a new file, closed before anything maps it. */
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in, out, ret = -1;
+	ssize_t n = -1;
+
+	in = open(from, O_RDONLY);
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0755);
+	while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			break;
+	if (in >= 0 && out >= 0 && n == 0)
+		ret = 0;
+	if (in >= 0)
+		close(in);
+	/* A file open for writing gets no table. */
+	if (out >= 0)
+		close(out);
+	return ret;
+}
+
+static int copy_lib(void)
 {
 	char exe[PATH_MAX], path[PATH_MAX + 32];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	snprintf(path, sizeof(path), "%s/libsframe_dl.so", dirname(exe));
+	snprintf(lib_copy, sizeof(lib_copy), "/tmp/libsframe_dl-%d.so", getpid());
+	return copy_file(path, lib_copy);
+}
+
+static void *open_lib(struct __test_metadata *_metadata, struct find *f)
+{
 	Dl_info info;
 	void *h, *fn;
 	unsigned int i;
 
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	snprintf(path, sizeof(path), "%s/libsframe_dl.so", dirname(exe));
-	h = dlopen(path, RTLD_NOW);
+	h = dlopen(lib_copy, RTLD_NOW);
 	if (!h) {
-		TH_LOG("dlopen %s: %s", path, dlerror());
+		TH_LOG("dlopen %s: %s", lib_copy, dlerror());
 		return NULL;
 	}
 	sym_clear_added();
@@ -129,69 +185,226 @@ static struct tally sample(void *h, struct unwind_user_info *before,
 	if (!r.chain || sample_stacks(dl_driver, &r, 4000, &stacks))
 		return t;
 	unwind_query(after);
-	t = chain_check(&stacks, chain, ARRAY_SIZE(chain), "main", 0);
-	printf("# %s: %u stacks, %d through the library, %d complete; sframe_frames +%llu fp_fallbacks +%llu\n",
-	       what, stacks.nr, t.in_chain, t.complete,
+	t = chain_check(&stacks, chain, ARRAY_SIZE(chain), "main", 3);
+	printf("# %s: %u stacks, %d through the library, %d complete, %d wrong; sframe_frames +%llu fp_fallbacks +%llu nofault_faults +%llu\n",
+	       what, stacks.nr, t.in_chain, t.complete, t.wrong,
 	       (unsigned long long)(after->sframe_frames - before->sframe_frames),
-	       (unsigned long long)(after->fp_fallbacks - before->fp_fallbacks));
+	       (unsigned long long)(after->fp_fallbacks - before->fp_fallbacks),
+	       (unsigned long long)(after->nofault_faults - before->nofault_faults));
 	return t;
 }
 
-TEST(dlopen_register_dlclose)
+TEST(dlopen_own_section)
 {
-	struct unwind_user_info before, after;
-	struct tally off, on, t;
+	struct unwind_user_info t0, before, after;
+	struct tally first, again;
 	struct find f;
 	void *h;
 
 	ASSERT_EQ(0, sym_init());
-	ASSERT_EQ(0, unwind_query(&before));
-	/* Dynamic executable: its own section (the host ld.so has none). */
-	ASSERT_EQ(1, before.nr_sections);
+	ASSERT_EQ(0, copy_lib());
+	/* A walk that may sleep attaches the program's own table. */
+	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
+	ASSERT_EQ(0, unwind_query(&t0));
+	/* Dynamic executable: its own section (ld.so and libc have none). */
+	ASSERT_EQ(1, t0.nr_sections);
 	h = open_lib(_metadata, &f);
 	ASSERT_NE(NULL, h);
 	ASSERT_NE(0, f.s.sframe_start) TH_LOG("no PT_GNU_SFRAME in the library");
 	ASSERT_NE(0, f.s.text_start);
+	/* A file never seen: nothing attached before a walk reads it. */
 	EXPECT_EQ(1, (unwind_query(&after), after.nr_sections));
 
-	/* Not registered: the library's frames go to the frame-pointer rule. */
-	off = sample(h, &before, &after, "not registered");
-	ASSERT_GE(off.in_chain, 20);
-	EXPECT_LT(off.complete * 4, off.in_chain);
-	EXPECT_GE(after.fp_fallbacks - before.fp_fallbacks,
-		  (unsigned long long)off.in_chain);
-
-	/* Registered: complete. */
-	ASSERT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_REGISTER, (unsigned long)&f.s,
-				  sizeof(f.s), 0));
+	/* Described by its own section, from the first walk that may sleep. */
+	first = sample(h, &before, &after, "first dlopen, table built by a walk");
+	EXPECT_EQ(2, after.nr_sections);
+	EXPECT_EQ(t0.file_tables + 1, after.file_tables);
+	EXPECT_LT(t0.file_bytes, after.file_bytes);
+	ASSERT_GE(first.in_chain, 20);
+	EXPECT_EQ(0, first.wrong);
+	EXPECT_EQ(first.in_chain, first.complete);
+	EXPECT_EQ(after.errors, before.errors);
+	/* Its text is described: user space's registration is a duplicate. */
 	EXPECT_EQ(-EEXIST, unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
 					(unsigned long)&f.s, sizeof(f.s), 0));
-	on = sample(h, &before, &after, "registered");
-	EXPECT_EQ(2, after.nr_sections);
-	ASSERT_GE(on.in_chain, 20);
-	EXPECT_EQ(on.in_chain, on.complete);
-	EXPECT_EQ(after.errors, before.errors);
 
-	/* dlclose unmaps the library: the registration goes. */
+	/* dlclose unmaps the library: the registration goes, the table stays. */
 	ASSERT_EQ(0, dlclose(h));
 	ASSERT_EQ(0, unwind_query(&after));
 	EXPECT_EQ(1, after.nr_sections);
+	EXPECT_EQ(t0.file_tables + 1, after.file_tables);
 	EXPECT_EQ(-ENOENT, unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER,
 					f.s.text_start, 0, 0));
 
-	/* Loaded again: nothing registered until user space says so. */
+	/* Loaded again: mmap attaches the file's table, before any walk. */
 	h = open_lib(_metadata, &f);
 	ASSERT_NE(NULL, h);
 	ASSERT_EQ(0, unwind_query(&after));
-	EXPECT_EQ(1, after.nr_sections);
-	ASSERT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_REGISTER, (unsigned long)&f.s,
-				  sizeof(f.s), 0));
-	t = sample(h, &before, &after, "loaded and registered again");
-	ASSERT_GE(t.in_chain, 20);
-	EXPECT_EQ(t.in_chain, t.complete);
+	EXPECT_EQ(2, after.nr_sections);
+	again = sample(h, &before, &after, "loaded again, attached by mmap");
+	ASSERT_GE(again.in_chain, 20);
+	EXPECT_EQ(again.in_chain, again.complete);
+	EXPECT_EQ(before.nofault_faults, after.nofault_faults);
 	ASSERT_EQ(0, dlclose(h));
-	ASSERT_EQ(0, unwind_query(&after));
+
+	/*
+	 * The file's inode goes with its last reference: so does the table.
+	 * Its memory is freed after the RCU grace period that retires the
+	 * registry's old array.
+	 */
+	ASSERT_EQ(0, unlink(lib_copy));
+	for (int i = 0; i < 100; i++) {
+		ASSERT_EQ(0, unwind_query(&after));
+		if (after.file_bytes == t0.file_bytes)
+			break;
+		usleep(10000);
+	}
 	EXPECT_EQ(1, after.nr_sections);
+	EXPECT_EQ(t0.file_tables, after.file_tables);
+	EXPECT_EQ(t0.file_bytes, after.file_bytes);
 }
 
-TEST_HARNESS_MAIN
+/* The exec'ed copy's chain, in its own code. */
+void __attribute__((noipa)) exec_level2(unsigned long n)
+{
+	while (n--)
+		spin_cb();
+	sink++;
+}
+
+void __attribute__((noipa)) exec_level1(unsigned long n)
+{
+	exec_level2(n);
+	sink++;
+}
+
+void __attribute__((noipa)) exec_driver(void *arg)
+{
+	double end = now_seconds() + *(double *)arg;
+
+	do
+		exec_level1(16);
+	while (now_seconds() < end);
+}
+
+static const char *const exec_chain[] = {
+	"spin_cb", "exec_level2", "exec_level1", "exec_driver",
+	"sample_stacks_sync",
+};
+
+#define EXEC_CHILD_ARG	"--exec-child"
+
+/* What the exec'ed copy saw, written to its standard output. */
+struct exec_report {
+	unsigned long long sections_at_start, sections_after, faults;
+	int in_chain, complete, wrong;
+};
+
+/* The exec'ed copy: samples its chain at NMI/IRQ time for 0.5 s. */
+static int exec_child(void)
+{
+	struct unwind_user_info start, after;
+	struct exec_report r = {};
+	double seconds = 0.5;
+	struct tally t;
+
+	if (unwind_query(&start) || sym_init())
+		return 2;
+	if (sample_stacks_sync(exec_driver, &seconds, 1000, &stacks) ||
+	    unwind_query(&after))
+		return 3;
+	t = chain_check(&stacks, exec_chain, ARRAY_SIZE(exec_chain), "main", 3);
+	r.sections_at_start = start.nr_sections;
+	r.sections_after = after.nr_sections;
+	r.faults = after.nofault_faults - start.nofault_faults;
+	r.in_chain = t.in_chain;
+	r.complete = t.complete;
+	r.wrong = t.wrong;
+	return write(STDOUT_FILENO, &r, sizeof(r)) == sizeof(r) ? 0 : 4;
+}
+
+static int run_exec_child(const char *path, struct exec_report *r)
+{
+	int fd[2], status;
+	pid_t pid;
+
+	if (pipe(fd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		dup2(fd[1], STDOUT_FILENO);
+		execl(path, path, EXEC_CHILD_ARG, NULL);
+		_exit(1);
+	}
+	close(fd[1]);
+	if (read(fd[0], r, sizeof(*r)) != sizeof(*r))
+		r->in_chain = -1;
+	close(fd[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) || r->in_chain < 0)
+		return -1;
+	return 0;
+}
+
+static void exec_print(const char *what, const struct exec_report *r)
+{
+	printf("# %s: sections %llu at start, %llu after; %d stacks in its chain, %d complete, %d wrong; nofault_faults +%llu\n",
+	       what, r->sections_at_start, r->sections_after, r->in_chain,
+	       r->complete, r->wrong, r->faults);
+}
+
+TEST(exec_own_section)
+{
+	char exe[PATH_MAX], copy[PATH_MAX];
+	struct exec_report first, again;
+	struct unwind_user_info t0, now;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	ASSERT_LT(0, n);
+	exe[n] = 0;
+	snprintf(copy, sizeof(copy), "/tmp/sframe_exec-%d", getpid());
+	ASSERT_EQ(0, copy_file(exe, copy));
+	ASSERT_EQ(0, unwind_query(&t0));
+
+	ASSERT_EQ(0, run_exec_child(copy, &first));
+	exec_print("first exec of a new file", &first);
+	/* Nothing read at exec; the first walk that may sleep builds it. */
+	EXPECT_EQ(0, first.sections_at_start);
+	EXPECT_EQ(1, first.sections_after);
+	ASSERT_GE(first.in_chain, 50);
+	EXPECT_EQ(0, first.wrong);
+	EXPECT_GE(first.faults, 1);
+	/* The walks that stopped to ask, and no other, are incomplete. */
+	EXPECT_LE((unsigned long long)(first.in_chain - first.complete), first.faults);
+	EXPECT_GE(first.complete * 100, first.in_chain * 95);
+
+	ASSERT_EQ(0, run_exec_child(copy, &again));
+	exec_print("exec'ed again", &again);
+	/* The file's table, attached at exec: no walk stops. */
+	EXPECT_EQ(1, again.sections_at_start);
+	EXPECT_EQ(0, again.faults);
+	ASSERT_GE(again.in_chain, 50);
+	EXPECT_EQ(again.in_chain, again.complete);
+
+	/* One table for the file, while it exists; none once it is gone. */
+	ASSERT_EQ(0, unwind_query(&now));
+	EXPECT_EQ(t0.file_tables + 1, now.file_tables);
+	ASSERT_EQ(0, unlink(copy));
+	for (int i = 0; i < 100; i++) {
+		ASSERT_EQ(0, unwind_query(&now));
+		if (now.file_bytes == t0.file_bytes)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(t0.file_tables, now.file_tables);
+	EXPECT_EQ(t0.file_bytes, now.file_bytes);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], EXEC_CHILD_ARG))
+		return exec_child();
+	return test_harness_run(argc, argv);
+}

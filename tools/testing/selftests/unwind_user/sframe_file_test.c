@@ -1291,7 +1291,12 @@ TEST_F_TIMEOUT(libc, fault_injection_exec, 300)
 	EXPECT_GT(failed + walk, 0u);
 }
 
-/* A private copy of libsframe_dl.so, with its own SFrame section. */
+/*
+ * A private copy of libsframe_dl.so whose PT_GNU_SFRAME program header is
+ * made PT_NULL: the kernel would otherwise build the file's table from that
+ * segment itself, and the tests of the ABI want the agent's table alone.
+ * Its .sframe section is still there for the agent to attach.
+ */
 
 struct lib_copy {
 	char tmp[PATH_MAX / 4];
@@ -1303,6 +1308,26 @@ struct lib_copy {
 	size_t len;
 	uint64_t addr;		/* where .sframe was linked */
 };
+
+/* Makes the PT_GNU_SFRAME header of the ELF file @elf PT_NULL: 0 or -1. */
+static int hide_own_sframe(void *elf, size_t len)
+{
+	const Elf64_Ehdr *eh = elf;
+	Elf64_Phdr *ph;
+	int i, hidden = 0;
+
+	if (len < sizeof(*eh) || eh->e_phentsize != sizeof(*ph) ||
+	    eh->e_phoff > len || (len - eh->e_phoff) / sizeof(*ph) < eh->e_phnum)
+		return -1;
+	ph = (Elf64_Phdr *)((char *)elf + eh->e_phoff);
+	for (i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type == PT_GNU_SFRAME) {
+			ph[i].p_type = PT_NULL;
+			hidden++;
+		}
+	}
+	return hidden == 1 ? 0 : -1;
+}
 
 /* 0, 1 if there is no library to copy, -1 on error. */
 static int lib_copy_init(struct lib_copy *lc)
@@ -1317,6 +1342,8 @@ static int lib_copy_init(struct lib_copy *lc)
 	lc->elf = read_all(src, &lc->elf_len);
 	if (!lc->elf)
 		return 1;
+	if (hide_own_sframe(lc->elf, lc->elf_len))
+		return -1;
 	snprintf(lc->tmp, sizeof(lc->tmp), "%s/sframe_file_test.XXXXXX",
 		 t && *t ? t : "/tmp");
 	if (!mkdtemp(lc->tmp)) {
