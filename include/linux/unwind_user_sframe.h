@@ -24,8 +24,6 @@ int unwind_user_sframe_next(struct unwind_user_state *state,
 void unwind_user_sframe_done(const struct unwind_user_state *state);
 bool unwind_user_sframe_ra_ok(const struct unwind_user_state *state,
 			      unsigned long ra);
-int sframe_add_section(unsigned long sframe_start, unsigned long sframe_end,
-		       unsigned long text_start, unsigned long text_end);
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void sframe_mm_free(struct mm_struct *mm);
 void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
@@ -70,14 +68,6 @@ static inline bool unwind_user_sframe_ra_ok(const struct unwind_user_state *stat
 					    unsigned long ra)
 {
 	return true;
-}
-
-static inline int sframe_add_section(unsigned long sframe_start,
-				     unsigned long sframe_end,
-				     unsigned long text_start,
-				     unsigned long text_end)
-{
-	return -EOPNOTSUPP;
 }
 
 static inline int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm)

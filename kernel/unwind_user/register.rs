@@ -3,7 +3,7 @@
 //! Registration: a section is validated in full, once, and what unwinds
 //! use of it (the header, the FDEs, marks of large functions' rows) is kept
 //! in kernel memory, in the address space's registry. Sections come from
-//! `binfmt_elf` at exec and from `prctl(PR_UNWIND_USER)`.
+//! `prctl(PR_UNWIND_USER)` and from files (`file_table.rs`).
 
 use crate::{
     mm,

@@ -3,9 +3,10 @@
 //! SFrame user-space unwinder.
 //!
 //! Gives `kernel/unwind/user.c` a frame producer for code that has an SFrame
-//! section: the executable and its interpreter (registered at exec by
-//! `binfmt_elf`) and whatever user space registers with
-//! `prctl(PR_UNWIND_USER)` (dlopen'ed libraries, JIT code windows).
+//! section: every file's own `PT_GNU_SFRAME` (programs and libraries built
+//! with `--gsframe`), the sections a privileged agent attaches to files,
+//! the vDSO's, and whatever user space registers with
+//! `prctl(PR_UNWIND_USER)` (JIT code windows, sections only in memory).
 //!
 //! This file holds the entry points for C, declared in
 //! `include/linux/unwind_user_sframe.h` (`#[export]` checks them against
@@ -15,8 +16,8 @@
 //! - `prctl.rs`: the `PR_UNWIND_USER` ABI of `include/uapi/linux/unwind_user.h`;
 //! - `register.rs`: validating a section and registering it;
 //! - `registry.rs`: the sections of an address space, read under RCU;
-//! - `file_table.rs`: sections attached to files, shared by every address
-//!   space that maps them, attached to each by its first walk there;
+//! - `file_table.rs`: the tables of files, from their own section or an
+//!   agent's, shared by every address space that maps them;
 //! - `rule_cache.rs`: what each PC unwinds with, kept across walks;
 //! - `mm.rs`: the mmap write lock, held by the registry's writers;
 //! - `usermem.rs`: reading the task's memory, faultable or not;
@@ -27,13 +28,14 @@
 //! decoded by the `sframe` crate, which checks every offset, and read with
 //! fault-safe user copies.
 //!
-//! C glue: none of its own. `mmap_write_lock_killable()`/`mmap_write_unlock()`
-//! come through rust/helpers since the Rust `mm` abstraction only offers the
-//! read lock.
+//! C glue: `files.c` (the sysctl and initcall of the file tables) and
+//! `vdso.c` (the vDSO image), for want of Rust abstractions for them.
+//! `mmap_write_lock_killable()`/`mmap_write_unlock()` come through
+//! rust/helpers since the Rust `mm` abstraction only offers the read lock.
 
 use kernel::{
     bindings,
-    error::code::{E2BIG, ENOENT, ENOMEM},
+    error::code::{ENOENT, ENOMEM},
     ffi::{c_int, c_long, c_uint, c_ulong},
     mm::{virt::VmaRef, MmWithUser},
     prelude::*,
@@ -53,39 +55,7 @@ mod step;
 mod usermem;
 mod vdso;
 
-use registry::{Section, SframeMm, MAX_SECTION_SIZE};
-
-/// Registers the `.sframe` at `[sframe_start, sframe_end)` for the text at
-/// `[text_start, text_end)` of the current task; called by `binfmt_elf` at
-/// exec for the executable and its interpreter. Returns 0 or a negative
-/// errno (which the caller ignores: exec never fails for this).
-#[export]
-pub extern "C" fn sframe_add_section(
-    sframe_start: c_ulong,
-    sframe_end: c_ulong,
-    text_start: c_ulong,
-    text_end: c_ulong,
-) -> c_int {
-    let len = match sframe_end.checked_sub(sframe_start) {
-        Some(l) if l <= MAX_SECTION_SIZE => l,
-        _ => return E2BIG.to_errno(),
-    };
-    let Ok(sframe_len) = u32::try_from(len) else {
-        return E2BIG.to_errno();
-    };
-    let s = Section {
-        text_start,
-        text_end,
-        sframe_start,
-        sframe_addr: sframe_start,
-        sframe_len,
-        resident: false,
-    };
-    match register::add(s) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
+use registry::{Section, SframeMm};
 
 /// Initialises the machine's file tables; called once, by the initcall of
 /// `kernel/unwind_user/files.c`, before any user process exists.

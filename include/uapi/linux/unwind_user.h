@@ -127,8 +127,9 @@ struct unwind_user_file {
  *                  from an earlier unwind (no read of the section)
  * @section_reads:  copies from SFrame sections made while unwinding
  * @section_bytes:  bytes those copies read
- * @file_tables:    tables attached to files (UNWIND_USER_FILE_ATTACH),
- *                  machine-wide
+ * @file_tables:    files described by a table, built from their own
+ *                  PT_GNU_SFRAME or attached by an agent
+ *                  (UNWIND_USER_FILE_ATTACH), machine-wide
  * @file_bytes:     kernel memory those tables take, machine-wide, bounded by
  *                  the sysctl kernel.unwind_user_file_bytes_max
  *

@@ -597,7 +597,7 @@ static struct reg *register_object(struct object *o)
 
 	if (sframe) {
 		/*
-		 * The kernel registered the executable's and ld.so's at exec:
+		 * The kernel may have attached the file's own table first:
 		 * EEXIST then, and the registration is not ours to undo.
 		 */
 		s.sframe_start = bias + sframe->p_vaddr;

@@ -170,6 +170,31 @@ int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 	return ret;
 }
 
+static volatile unsigned long settle_sink;
+
+/* Spins in this program's code for *@arg seconds. */
+static void __attribute__((noipa)) settle_spin(void *arg)
+{
+	double end = now_seconds() + *(double *)arg;
+
+	do
+		settle_sink = settle_sink * 6364136223846793005ul + 1;
+	while (now_seconds() < end);
+}
+
+int settle_self(void)
+{
+	struct stacks *st = malloc(sizeof(*st));
+	double seconds = 0.05;
+	int ret;
+
+	if (!st)
+		return -ENOMEM;
+	ret = sample_stacks(settle_spin, &seconds, 1000, st);
+	free(st);
+	return ret;
+}
+
 /* A frame of its own on the stacks, as sample_stacks(). */
 __attribute__((noinline))
 int sample_stacks_kernel(void (*work)(void *), void *arg, int freq,
@@ -420,6 +445,16 @@ int sym_addr(const char *name, uint64_t *addr, uint64_t *size)
 	return -1;
 }
 
+bool self_has_sframe_segment(void)
+{
+	int i;
+
+	for (i = 0; i < ehdr.e_phnum; i++)
+		if (phdrs[i].p_type == 0x6474e554)	/* PT_GNU_SFRAME */
+			return true;
+	return false;
+}
+
 int self_sframe(struct unwind_user_sframe *sec)
 {
 	int i;
@@ -438,18 +473,26 @@ int self_sframe(struct unwind_user_sframe *sec)
 		}
 	}
 	/*
-	 * Fallback for linkers that keep .sframe but write no PT_GNU_SFRAME
-	 * (ld.lld 22): the kernel registered nothing at exec, so register
-	 * the section found in the section headers, as a loader would.
-	 * -EEXIST: registered already (by an earlier call, or inherited).
+	 * Linkers that keep .sframe but write no PT_GNU_SFRAME (ld.lld 22):
+	 * the section found in the section headers.
 	 */
-	if (!sec->sframe_start && sframe_sh_size && sec->text_start) {
-		long ret;
-
+	if (!sec->sframe_start && sframe_sh_size) {
 		sec->sframe_start = sframe_sh_addr;
 		sec->sframe_size = sframe_sh_size;
-		ret = unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
-				   (unsigned long)sec, sizeof(*sec), 0);
+	}
+	/*
+	 * Registered through prctl, as a loader would: the tests of the
+	 * registry want the program's code described by a registration of its
+	 * own, whose rows are read from the process's memory, from the start.
+	 * (The kernel would otherwise describe the program with its file's
+	 * table, built by its first walk that may sleep.) -EEXIST: registered
+	 * already (by an earlier call, inherited, or the file's table attached
+	 * at exec).
+	 */
+	if (sec->sframe_start && sec->text_start) {
+		long ret = unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
+					(unsigned long)sec, sizeof(*sec), 0);
+
 		if (ret && ret != -EEXIST) {
 			printf("# registering .sframe (%#llx+%#llx): %s\n",
 			       (unsigned long long)sec->sframe_start,
@@ -459,6 +502,24 @@ int self_sframe(struct unwind_user_sframe *sec)
 	}
 	/* The tests are static, non-PIE executables: no load bias. */
 	return sec->sframe_start && sec->text_start ? 0 : -1;
+}
+
+/*
+ * Every test program registers its own section through prctl before main,
+ * as the kernel did at exec before it described files by their own
+ * sections: the tests of the registry want the program's code described
+ * from its start, by a registration whose rows are read from its memory.
+ * A program that tests the kernel's own description of its file defines
+ * unwind_test_register_self as false.
+ */
+__attribute__((weak)) bool unwind_test_register_self = true;
+
+__attribute__((constructor)) static void register_self(void)
+{
+	struct unwind_user_sframe sec;
+
+	if (unwind_test_register_self && !sym_init())
+		self_sframe(&sec);
 }
 
 int stack_matches(const struct ustack *st, const char *const *names, int n)

@@ -74,6 +74,15 @@ int sample_stacks_sync(void (*work)(void *), void *arg, int freq,
 int sample_stacks_kernel(void (*work)(void *), void *arg, int freq,
 			 struct stacks *out);
 
+/*
+ * Has the kernel describe this program's file: a moment of its own code,
+ * sampled with deferred callchains, whose first walk that may sleep builds
+ * the file's table (from its own PT_GNU_SFRAME) and attaches the tables of
+ * the files it maps that no registration covers. Then a program exec'ed
+ * from the same file has the table from its exec. 0 or -errno.
+ */
+int settle_self(void);
+
 /* Write @text to the file @path (a sysfs, proc or cgroup knob): 0 or -errno. */
 int write_text(const char *path, const char *text);
 
@@ -92,11 +101,16 @@ void sym_add(const char *name, uint64_t addr, uint64_t size);
 void sym_clear_added(void);
 
 /*
- * Text and .sframe of this executable (from its program headers). Without
- * PT_GNU_SFRAME (ld.lld), the .sframe section is taken from the section
- * headers and registered through prctl.
+ * Text and .sframe of this executable (from its program headers; without
+ * PT_GNU_SFRAME, as ld.lld writes it, from the section headers), registered
+ * through prctl unless something describes that text already. Every test
+ * program calls it before main, unless it defines
+ * unwind_test_register_self as false.
  */
 int self_sframe(struct unwind_user_sframe *sec);
+/* Whether this executable has a PT_GNU_SFRAME segment (after sym_init()). */
+bool self_has_sframe_segment(void);
+extern bool unwind_test_register_self;
 
 /* prctl(PR_UNWIND_USER, ...): 0 or -errno. */
 static inline long unwind_prctl(unsigned long op, unsigned long a3,
