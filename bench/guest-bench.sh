@@ -143,12 +143,13 @@ if phase profile; then
 	done
 fi
 
-# e. What exec pays for validating and registering a program's section:
-# fork + execve + exit of the 10k- and 100k-function programs (400 KB and
-# 4 MB of .sframe), against the same programs without it, interleaved.
+# e. What exec pays for a program's section: fork + execve + exit of the
+# 10k- and 100k-function programs (400 KB and 4 MB of .sframe, their
+# PT_GNU_SFRAME as built), against the same programs without it,
+# interleaved.
 if phase exec; then
 	for n in 10000 100000; do
-		unwind_bench exec $D/growth_$n $D/growth_${n}_nosframe $EXEC_REPS
+		unwind_bench exec $D/growth_${n}_sframe $D/growth_${n}_nosframe $EXEC_REPS
 	done
 fi
 

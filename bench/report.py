@@ -729,15 +729,15 @@ def render_exec(fig, ok, env, o):
     G, execs = fig.G, fig.execs
     o('## e. What exec pays for a section')
     o('')
-    o('fork + execve + exit of a growth program (it exits at once) with its section, which '
-      'binfmt_elf validates in full and registers (the FDE table copied into the kernel), '
-      'against the same program with the `.sframe` section header removed (an empty '
-      '`PT_GNU_SFRAME`: nothing registered); interleaved, median.')
+    o('fork + execve + exit of a growth program (it exits at once) with its section (a real '
+      '`PT_GNU_SFRAME`, of which exec reads nothing: the file\'s table is built by the first '
+      'walk that needs it), against the same program with the `.sframe` section header removed '
+      '(an empty `PT_GNU_SFRAME`); interleaved, median.')
     o('')
     o('| binary | FDEs | .sframe bytes | exec with | exec without | difference | per MiB of section |')
     o('|---|---:|---:|---:|---:|---:|---:|')
     for e in execs:
-        name = str(e['binary']).rsplit('/', 1)[-1]
+        name = str(e['binary']).rsplit('/', 1)[-1].removesuffix('_sframe')
         g = next((g for g in G if g['binary'] == name), {})
         d = e['sframe_median_ns'] - e['nosframe_median_ns']
         mib = g.get('sframe_bytes', 0) / (1 << 20)

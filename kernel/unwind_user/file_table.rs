@@ -344,21 +344,21 @@ pub(crate) fn elf_layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfL
         Ok(seg)
     };
     let (mut text, mut sframe) = (None, None);
-    let mut ph = [0u8; PHDR];
-    for i in 0..phnum {
-        let at = phoff.checked_add(i * PHDR as u64).ok_or(enoexec())?;
-        read(&mut ph, at)?;
-        let (Some(p_type), Some(p_flags)) = (u32_at(&ph, 0), u32_at(&ph, 4)) else {
+    // All of them in one read: at most 7 KiB.
+    let mut phdrs = KVec::from_elem(0u8, phnum as usize * PHDR, GFP_KERNEL)?;
+    read(&mut phdrs, phoff)?;
+    for ph in phdrs.chunks_exact(PHDR) {
+        let (Some(p_type), Some(p_flags)) = (u32_at(ph, 0), u32_at(ph, 4)) else {
             return Err(enoexec());
         };
         if p_type == PT_GNU_SFRAME {
-            sframe = Some(segment(&ph)?);
+            sframe = Some(segment(ph)?);
             continue;
         }
         if p_type != bindings::PT_LOAD || p_flags & bindings::PF_X == 0 {
             continue;
         }
-        let seg = segment(&ph)?;
+        let seg = segment(ph)?;
         if text.is_some() || seg.size == 0 || seg.offset % page != seg.vaddr % page {
             return Err(enoexec());
         }
@@ -427,8 +427,9 @@ fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>) -> Result<Des
 }
 
 /// Builds the table of a file (whose inode is `inode`) with `build`, which
-/// reads it, keeping `agent_file` if an agent attaches it; `ETXTBSY` if the file is open for writing, or was written to
-/// meanwhile: a table never describes contents other than its stamp's.
+/// reads it, keeping `agent_file` if an agent attaches it; `ETXTBSY` if the
+/// file is open for writing, or was written to meanwhile: a table never
+/// describes contents other than its stamp's.
 fn build_table(
     inode: *const bindings::inode,
     agent_file: Option<ARef<File>>,

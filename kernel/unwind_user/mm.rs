@@ -67,6 +67,18 @@ impl<'a> LockedMm<'a> {
 
     /// The registry of this address space, created if needed.
     pub(crate) fn registry_or_create(&self) -> Result<RegistryWriter<'_>> {
+        self.registry_or_create_with(true)
+    }
+
+    /// The registry of a new address space that fork fills with a copy of
+    /// its parent's registrations, the vDSO's among them.
+    pub(crate) fn registry_for_copy(&self) -> Result<RegistryWriter<'_>> {
+        self.registry_or_create_with(false)
+    }
+
+    /// The registry of this address space, created if needed, with the
+    /// vDSO registered in a new one if `vdso`.
+    fn registry_or_create_with(&self, vdso: bool) -> Result<RegistryWriter<'_>> {
         if let Some(r) = self.registry() {
             return Ok(r);
         }
@@ -75,7 +87,9 @@ impl<'a> LockedMm<'a> {
         // the mmap write lock we hold, so the registry is still unset.
         let r = unsafe { SframeMm::install(self.mm.as_ptr(), new) };
         // Every registry describes the vDSO.
-        crate::vdso::register(self);
+        if vdso {
+            crate::vdso::register(self);
+        }
         // SAFETY: As in `registry()`.
         Ok(unsafe { RegistryWriter::new(r) })
     }

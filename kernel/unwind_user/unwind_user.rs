@@ -332,7 +332,7 @@ pub unsafe extern "C" fn sframe_mm_dup(
         ends.into_iter().take(n).all(|addr| new.is_mapped(addr))
     };
     match new
-        .registry_or_create()
+        .registry_for_copy()
         .and_then(|mut r| old.copy_to(&mut r, mapped))
     {
         Ok(()) => 0,
