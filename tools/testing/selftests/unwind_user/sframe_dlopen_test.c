@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "../kselftest_harness.h"
@@ -265,6 +266,106 @@ TEST(dlopen_own_section)
 	EXPECT_EQ(1, after.nr_sections);
 	EXPECT_EQ(t0.file_tables, after.file_tables);
 	EXPECT_EQ(t0.file_bytes, after.file_bytes);
+}
+
+/* The bytes of libsframe_dl.so, and where its PT_GNU_SFRAME segment is. */
+static char *lib_bytes;
+static size_t lib_len, sf_off, sf_len;
+
+static int lib_read(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	const ElfW(Ehdr) *eh;
+	const ElfW(Phdr) *ph;
+	struct stat st;
+	int fd, i;
+
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	snprintf(path, sizeof(path), "%s/libsframe_dl.so", dirname(exe));
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st))
+		return -1;
+	lib_len = st.st_size;
+	lib_bytes = malloc(lib_len);
+	if (!lib_bytes || read(fd, lib_bytes, lib_len) != (ssize_t)lib_len)
+		return -1;
+	close(fd);
+	eh = (const ElfW(Ehdr) *)lib_bytes;
+	ph = (const ElfW(Phdr) *)(lib_bytes + eh->e_phoff);
+	for (i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type == PT_GNU_SFRAME) {
+			sf_off = ph[i].p_offset;
+			sf_len = ph[i].p_filesz;
+		}
+	}
+	return sf_len && sf_off + sf_len <= lib_len ? 0 : -1;
+}
+
+static int write_file(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0755);
+	int ret = fd >= 0 && write(fd, buf, len) == (ssize_t)len ? 0 : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * A hostile file: copies of the library whose own section has random bytes
+ * changed, each a new file the kernel reads when a walk first meets it.
+ * Whatever the bytes, a clean answer: the section is taken (a change that
+ * keeps it valid) or the file gets no table, with no oops, warning or leak
+ * (the harness checks the kernel log). The stacks are counted, not judged:
+ * a refused section leaves the library to the frame-pointer rule, and a
+ * taken one may describe its functions wrongly, as its bytes say.
+ */
+TEST(own_section_mutated)
+{
+	struct unwind_user_info t0, now;
+	unsigned int round, taken = 0, refused = 0, invented = 0;
+	char *buf;
+
+	ASSERT_EQ(0, sym_init());
+	ASSERT_EQ(0, lib_read());
+	buf = malloc(lib_len);
+	ASSERT_NE(NULL, buf);
+	srand(1);
+	for (round = 0; round < 40; round++) {
+		struct run r = { .seconds = 0.05 };
+		struct tally t;
+		unsigned int k;
+		void *h;
+
+		memcpy(buf, lib_bytes, lib_len);
+		for (k = 0; k < 1 + round % 4; k++)
+			buf[sf_off + rand() % sf_len] ^= 1 << (rand() % 8);
+		snprintf(lib_copy, sizeof(lib_copy), "/tmp/libsframe_dl-%d-%u.so",
+			 getpid(), round);
+		ASSERT_EQ(0, write_file(lib_copy, buf, lib_len));
+		ASSERT_EQ(0, unwind_query(&t0));
+		h = dlopen(lib_copy, RTLD_NOW);
+		ASSERT_NE(NULL, h);
+		r.chain = dlsym(h, "dl_chain");
+		ASSERT_NE(NULL, r.chain);
+		ASSERT_EQ(0, sample_stacks(dl_driver, &r, 1000, &stacks));
+		ASSERT_EQ(0, unwind_query(&now));
+		t = chain_check(&stacks, chain, ARRAY_SIZE(chain), "main", 0);
+		invented += t.invented;
+		if (now.file_tables > t0.file_tables)
+			taken++;
+		else
+			refused++;
+		ASSERT_EQ(0, dlclose(h));
+		ASSERT_EQ(0, unlink(lib_copy));
+	}
+	printf("# %u mutated copies of the library's own section: %u taken, %u refused; %u stacks with an invented caller\n",
+	       round, taken, refused, invented);
+	EXPECT_GT(refused, 0);
+	free(buf);
 }
 
 /* The exec'ed copy's chain, in its own code. */
