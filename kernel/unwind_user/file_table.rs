@@ -196,9 +196,11 @@ struct Described {
 /// The SFrame table of one file: its section, or the answer that it has
 /// none the kernel can use.
 ///
-/// A table is dropped in process context only, where `fput()` may run: it
-/// lives in [`FILES`] and in the locals of task-context functions
-/// (registrations share its [`Fdes`], not the table).
+/// A table that holds a file (an agent's) is dropped in process context
+/// only, where `fput()` may run: it lives in [`FILES`] and in the locals of
+/// task-context functions (registrations share its [`Fdes`], not the
+/// table); inode eviction, in reclaim too, drops only tables that hold no
+/// file.
 pub(crate) struct FileTable {
     /// The file's inode (the one user space sees), the table's key. Live
     /// while the table is in [`FILES`]: an agent's table holds `_file`, and
@@ -491,13 +493,14 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
 }
 
 /// The table of `file` built from its own `PT_GNU_SFRAME` segment, or one
-/// that says it has none the kernel uses. `Err` only for what may not last
-/// (no memory, a read error, a file open for writing): that is not to be
-/// remembered.
-fn build_own(file: ARef<File>) -> Result<Arc<FileTable>> {
-    let inode = inode_of(&file);
+/// that says it has none the kernel uses (a malformed or unsupported
+/// section, or one past the budget: until the inode goes). `Err` for what
+/// may not last (no memory, a read error, a file open for writing): that
+/// is not remembered.
+fn build_own(file: &File) -> Result<Arc<FileTable>> {
+    let inode = inode_of(file);
     build_table(inode, None, || {
-        let layout = match elf_layout(|buf, pos| read_at(&file, buf, pos)) {
+        let layout = match elf_layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
             Err(e) if e == enoexec() => return Ok(None),
             Err(e) => return Err(e),
@@ -510,7 +513,7 @@ fn build_own(file: ARef<File>) -> Result<Arc<FileTable>> {
             _ => return Ok(None),
         };
         let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
-        match read_at(&file, &mut bytes, sf.offset) {
+        match read_at(file, &mut bytes, sf.offset) {
             Ok(()) => {}
             Err(e) if e == enoexec() => return Ok(None),
             Err(e) => return Err(e),
@@ -552,13 +555,13 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
             }
             Err(i) => i,
         };
+        if files.len() >= MAX_TABLES {
+            return Err(ENOSPC);
+        }
         if files.len() < files.capacity() {
             files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
             NR_TABLES.store(files.len() as u64, Relaxed);
             return Ok(None);
-        }
-        if files.len() >= MAX_TABLES {
-            return Err(ENOSPC);
         }
         if spare.capacity() > files.len() {
             // The array grown out of the lock: move the tables over. Cannot
@@ -616,8 +619,9 @@ pub(crate) unsafe fn evict(inode: *const bindings::inode) {
     if mode & bindings::S_IFMT != bindings::S_IFREG {
         return;
     }
-    // A table is inserted by whoever holds a reference to its file: before
-    // the last reference went, so before the eviction that reads this.
+    // A table is inserted by whoever holds a reference to its file, before
+    // dropping it: before the last reference went, so before the eviction
+    // that reads this.
     if NR_TABLES.load(Relaxed) == 0 {
         return;
     }
@@ -666,9 +670,9 @@ pub(crate) enum Attach {
     Later,
 }
 
-/// A file's table, and where to register it in an address space: for
-/// [`attach`], found under the mmap read lock and the tables' mutex,
-/// checked again under the mmap write lock.
+/// A file's table, and where to register it in an address space: found
+/// from mappings seen under the mmap read lock, checked again under the
+/// mmap write lock.
 struct Candidate {
     mapping: FileMapping,
     table: Arc<FileTable>,
@@ -725,13 +729,13 @@ fn attach_tables(mm: &MmWithUser, smm: &SframeMm, mappings: &[FileMapping]) -> (
     let added = mm::with_locked(mm, |l| {
         let mut added = false;
         for c in &found {
-            // The same mapping of the same file as under the read lock
-            // (which keeps the inode live for `stale()`), and still its
-            // current, unchanged table.
+            // The same mapping of the same file as when the candidates were
+            // found, and still its current, unchanged table: the same
+            // table, not one of an evicted inode whose address a new one
+            // took.
             if l.exec_file_mapping(c.mapping.start) != Some(c.mapping)
                 || gen() != files_gen
-                // SAFETY: The mapping of the table's file is still there.
-                || unsafe { c.table.stale() }
+                || !find(c.mapping.inode).is_some_and(|t| Arc::ptr_eq(&t, &c.table))
             {
                 later = true;
                 continue;
@@ -808,13 +812,16 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
         // Stable: mmap counts under the write lock.
         smm.unsettled()
     };
-    // Read and validated with no lock held, once for the machine.
+    // Read and validated with no lock held, once for the machine. Inserted
+    // while the file is held: its inode cannot be evicted before the table
+    // is in the array, where eviction finds it.
     for file in unknown {
         // Not inserted (a table appeared meanwhile, or no room): that file
         // leaves the address space unsettled, and its next walk tries again.
-        if let Ok(table) = build_own(file) {
+        if let Ok(table) = build_own(&file) {
             let _ = insert(table, false);
         }
+        drop(file);
     }
     let (attached, settled) = attach_tables(mm, smm, &mappings);
     if settled {

@@ -156,7 +156,9 @@ pub(crate) struct FileMapping {
 }
 
 impl FileMapping {
-    /// The mapping `vma` makes, if it maps a file and is executable.
+    /// The mapping `vma` makes, if it maps a regular file and is
+    /// executable (not a device: a private mapping of `/dev/zero` keeps its
+    /// file, and a device's inode gets no table).
     pub(crate) fn of(vma: &VmaRef) -> Option<FileMapping> {
         if vma.flags() & kernel::mm::virt::flags::EXEC == 0 {
             return None;
@@ -172,6 +174,11 @@ impl FileMapping {
         // maps it. The inode is the one user space sees, as in
         // /proc/PID/maps: overlayfs maps the file of the layer below.
         let inode = unsafe { bindings::unwind_user_file_inode(file) };
+        // SAFETY: As above: the inode lives as long as the file.
+        let mode = u32::from(unsafe { (*inode).i_mode });
+        if mode & bindings::S_IFMT != bindings::S_IFREG {
+            return None;
+        }
         Some(FileMapping {
             start: vma.start(),
             end: vma.end(),

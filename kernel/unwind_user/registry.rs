@@ -801,12 +801,6 @@ impl<'a> RegistryWriter<'a> {
         if !old.live().any(|e| hit(&e.section)) {
             return;
         }
-        // A registration whose section went may leave its text mapped, a
-        // file's with a table to attach; one whose text went whole leaves
-        // nothing to describe (dlclose(), exit).
-        let text_left = old.live().any(|e| {
-            hit(&e.section) && !(start <= e.section.text_start && e.section.text_end <= end)
-        });
         match Table::rebuild(Some(old), |e| !hit(e), None) {
             Ok(t) => self.publish(t),
             Err(_) => {
@@ -817,9 +811,11 @@ impl<'a> RegistryWriter<'a> {
                 self.invalidate(None);
             }
         }
-        if text_left {
-            self.mapping_unsettled();
-        }
+        // A registration whose section went may leave its text mapped, a
+        // file's with a table to attach; one whose text went may have gone
+        // elsewhere (mremap() moves a file's text, and mmap does not see the
+        // new mapping).
+        self.mapping_unsettled();
     }
 
     /// Copies the live registrations that `keep` accepts into `dst`, an
@@ -1018,14 +1014,10 @@ mod tests {
         mm.set_files_attached(9, mm.unsettled());
         mm.unmap(0x7000_1000, 0x7000_2000);
         assert!(!mm.files_attached(9));
-        // Its text unmapped whole (dlclose()): nothing left to describe.
+        // Its text unmapped (by mremap() too, which moves it): unsettled.
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.set_files_attached(9, mm.unsettled());
         mm.unmap(0x1000, 0x2000);
-        assert!(mm.files_attached(9));
-        // In part: what is left may be a file's.
-        mm.add(sec(0x1000, 0x1000), none()?)?;
-        mm.unmap(0x1000, 0x1800);
         assert!(!mm.files_attached(9));
         // So may one a fork leaves behind.
         let mut other = SframeMm::new()?;
