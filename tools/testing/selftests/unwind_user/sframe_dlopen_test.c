@@ -39,7 +39,7 @@
 #define PT_GNU_SFRAME	0x6474e554
 
 /* The kernel describes this program from its file, with no registration. */
-bool unwind_test_register_self = false;
+bool unwind_test_no_self_register = true;
 
 static volatile unsigned long sink;
 static struct stacks stacks;

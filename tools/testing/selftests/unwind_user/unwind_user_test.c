@@ -510,15 +510,15 @@ int self_sframe(struct unwind_user_sframe *sec)
  * sections: the tests of the registry want the program's code described
  * from its start, by a registration whose rows are read from its memory.
  * A program that tests the kernel's own description of its file defines
- * unwind_test_register_self as false.
+ * unwind_test_no_self_register as true.
  */
-__attribute__((weak)) bool unwind_test_register_self = true;
+__attribute__((weak)) bool unwind_test_no_self_register;
 
 __attribute__((constructor)) static void register_self(void)
 {
 	struct unwind_user_sframe sec;
 
-	if (unwind_test_register_self && !sym_init())
+	if (!unwind_test_no_self_register && !sym_init())
 		self_sframe(&sec);
 }
 

@@ -105,12 +105,12 @@ void sym_clear_added(void);
  * PT_GNU_SFRAME, as ld.lld writes it, from the section headers), registered
  * through prctl unless something describes that text already. Every test
  * program calls it before main, unless it defines
- * unwind_test_register_self as false.
+ * unwind_test_no_self_register as true.
  */
 int self_sframe(struct unwind_user_sframe *sec);
 /* Whether this executable has a PT_GNU_SFRAME segment (after sym_init()). */
 bool self_has_sframe_segment(void);
-extern bool unwind_test_register_self;
+extern bool unwind_test_no_self_register;
 
 /* prctl(PR_UNWIND_USER, ...): 0 or -errno. */
 static inline long unwind_prctl(unsigned long op, unsigned long a3,
