@@ -637,7 +637,8 @@ impl<R: Reader> Section<R> {
                     if fde.pc_type == PcType::Mask && fre.start >= rep {
                         return Err(Error::FrePastRepBlock.into());
                     }
-                    decode_row(&hdr, &fde, fre)?;
+                    let row = decode_row(&hdr, &fde, fre)?;
+                    visitor.row(i, fre.start, &row).map_err(Stopped::Visitor)?;
                     if marked && Self::is_mark(&m, every) {
                         visitor.mark(i, m).map_err(Stopped::Visitor)?;
                     }
@@ -669,6 +670,13 @@ pub trait Visitor {
 
     /// A mark of the rows of FDE `fde`, in order.
     fn mark(&mut self, fde: u32, mark: FreMark) -> Result<(), Self::Error>;
+
+    /// The row of the FRE of FDE `fde` starting at `start`, decoded and
+    /// checked, in order (after the FDE, before its next FRE is read).
+    fn row(&mut self, fde: u32, start: u32, row: &Row) -> Result<(), Self::Error> {
+        let _ = (fde, start, row);
+        Ok(())
+    }
 }
 
 /// Why [`Section::validate_with`] stopped.

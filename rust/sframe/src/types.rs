@@ -731,3 +731,167 @@ impl PackedFde {
         )
     }
 }
+
+/// A row as a consumer keeps it decoded in its own memory once the section
+/// is validated, so that a lookup takes it as it is, with neither a read
+/// nor a decode of the FRE: 8 bytes, the FRE's start offset and the rules
+/// of the rows real code has (the CFA at a 16-bit offset from SP or FP,
+/// the return address where the header's fixed offset puts it, not saved,
+/// or undefined; the frame pointer not saved or saved within 128 bytes of
+/// the CFA). A row that needs more packs as not decoded
+/// ([`PackedRow::is_decoded`]): its FRE must be read again. Built only by
+/// [`PackedRow::pack`]; [`PackedRow::find`] looks a PC up among a
+/// function's rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackedRow {
+    start: u32,
+    cfa_off: i16,
+    fp_off: i8,
+    /// `ROW_*`.
+    flags: u8,
+}
+
+/// The row is decoded; else only its start is kept.
+const ROW_DECODED: u8 = 1 << 0;
+/// The CFA is based on FP (else on SP).
+const ROW_CFA_FP: u8 = 1 << 1;
+/// The caller's FP is saved at CFA + `fp_off` (else not saved).
+const ROW_FP_SAVED: u8 = 1 << 2;
+/// The return address is undefined (else see [`ROW_RA_SAME`]).
+const ROW_RA_UNDEFINED: u8 = 1 << 3;
+/// The return address is not saved (neither flag: at the header's fixed
+/// offset from the CFA).
+const ROW_RA_SAME: u8 = 1 << 4;
+/// The row marks the outermost frame.
+const ROW_OUTERMOST: u8 = 1 << 5;
+
+impl PackedRow {
+    /// `row`, the row of the FRE starting at `start` of a function of a
+    /// section with header `hdr`, packed: decoded if its rules fit.
+    pub fn pack(hdr: &Header, start: u32, row: &Row) -> PackedRow {
+        let undecoded = PackedRow {
+            start,
+            cfa_off: 0,
+            fp_off: 0,
+            flags: 0,
+        };
+        let mut flags = ROW_DECODED;
+        match row.cfa.base {
+            Base::Sp => {}
+            Base::Fp => flags |= ROW_CFA_FP,
+            Base::Reg(_) => return undecoded,
+        }
+        let Ok(cfa_off) = i16::try_from(row.cfa.offset) else {
+            return undecoded;
+        };
+        match row.ra {
+            RegRule::CfaOffset(off) if hdr.fixed_ra_offset() == Some(off) => {}
+            RegRule::Undefined => flags |= ROW_RA_UNDEFINED,
+            RegRule::SameValue => flags |= ROW_RA_SAME,
+            _ => return undecoded,
+        }
+        let fp_off = match row.fp {
+            RegRule::SameValue => 0,
+            RegRule::CfaOffset(off) => match i8::try_from(off) {
+                Ok(off) => {
+                    flags |= ROW_FP_SAVED;
+                    off
+                }
+                Err(_) => return undecoded,
+            },
+            _ => return undecoded,
+        };
+        if row.outermost {
+            flags |= ROW_OUTERMOST;
+        }
+        if row.cfa.deref || row.ra_mangled {
+            return undecoded;
+        }
+        PackedRow {
+            start,
+            cfa_off,
+            fp_off,
+            flags,
+        }
+    }
+
+    /// Start offset of the FRE (within the function, or within the
+    /// repetition block of a [`PcType::Mask`] FDE).
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// Whether the row is kept decoded, not only its start.
+    pub fn is_decoded(&self) -> bool {
+        self.flags & ROW_DECODED != 0
+    }
+
+    /// The row again, as [`Section::find_row`](crate::Section::find_row)
+    /// gives it for a PC of `fde` in a section with header `hdr`; `None`
+    /// if it is not decoded.
+    pub fn unpack(&self, hdr: &Header, fde: &Fde) -> Option<Row> {
+        if !self.is_decoded() {
+            return None;
+        }
+        let f = self.flags;
+        let ra = if f & ROW_RA_UNDEFINED != 0 {
+            RegRule::Undefined
+        } else if f & ROW_RA_SAME != 0 {
+            RegRule::SameValue
+        } else {
+            RegRule::CfaOffset(hdr.fixed_ra_offset()?)
+        };
+        Some(Row {
+            cfa: CfaRule {
+                base: if f & ROW_CFA_FP != 0 {
+                    Base::Fp
+                } else {
+                    Base::Sp
+                },
+                offset: i32::from(self.cfa_off),
+                deref: false,
+            },
+            ra,
+            fp: if f & ROW_FP_SAVED != 0 {
+                RegRule::CfaOffset(i32::from(self.fp_off))
+            } else {
+                RegRule::SameValue
+            },
+            signal_frame: fde.signal_frame,
+            outermost: f & ROW_OUTERMOST != 0,
+            ra_mangled: false,
+            func_start: fde.func_start,
+            func_size: fde.func_size,
+            fre_start: self.start,
+        })
+    }
+
+    /// The row of `pc` among `rows`, the rows of `fde` packed in order
+    /// from a validated section with header `hdr`, by binary search:
+    /// `Ok(None)` if that row is not decoded (its FRE must be read),
+    /// [`Error::NotCovered`] if `pc` is not in the function or before its
+    /// first row, as [`Section::find_row`](crate::Section::find_row).
+    pub fn find(
+        rows: &[PackedRow],
+        hdr: &Header,
+        fde: &Fde,
+        pc: u64,
+    ) -> Result<Option<Row>, Error> {
+        if !fde.contains(pc) {
+            return Err(Error::NotCovered);
+        }
+        let mut ip_off =
+            u32::try_from(pc.saturating_sub(fde.func_start)).map_err(|_| Error::NotCovered)?;
+        if fde.pc_type == PcType::Mask {
+            ip_off = ip_off
+                .checked_rem(u32::from(fde.rep_size))
+                .ok_or(Error::ZeroRepSize)?;
+        }
+        let i = rows
+            .partition_point(|r| r.start <= ip_off)
+            .checked_sub(1)
+            .ok_or(Error::NotCovered)?;
+        let row = rows.get(i).ok_or(Error::NotCovered)?;
+        Ok(row.unpack(hdr, fde))
+    }
+}
