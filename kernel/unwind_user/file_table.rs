@@ -7,9 +7,10 @@
 //! library built with `--gsframe`), or from a privileged agent that attaches
 //! a section to a file that has none (`UNWIND_USER_FILE_ATTACH`: a file
 //! descriptor and the section's bytes). Either way the kernel reads the
-//! file's program headers itself, validates the section once, and keeps it
-//! with its FDE table in kernel memory ([`FileTable`]); a file with no
-//! section it can use gets a table that says so, so that it is read once.
+//! file's program headers itself, validates the section once, and keeps
+//! its FDE table and its rows, decoded, in kernel memory ([`FileTable`]);
+//! a file with no section it can use gets a table that says so, so that it
+//! is read once.
 //!
 //! Nothing is read at exec or mmap: mmap attaches the table a file has
 //! already ([`attach_mapping`]), a lookup. The first walk that may sleep
@@ -416,8 +417,7 @@ fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>) -> Result<Des
         sframe_len: u32::try_from(bytes.len()).map_err(|_| E2BIG)?,
         resident: true,
     };
-    let fdes = register::validate(&s, &bytes[..])?
-        .with_section(bytes)
+    let fdes = register::validate_resident(&s, bytes)?
         .charge_files()?
         .shared()?;
     Ok(Described {

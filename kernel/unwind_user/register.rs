@@ -87,14 +87,17 @@ fn open<R: sframe::Reader>(
 
 /// What registration keeps of a section while validation checks it: its
 /// FDEs, packed relative to the text, and the marks of large functions'
-/// rows. Every function must lie in the text: a section built for other
-/// code, or copied away from its text (its addresses are PC-relative),
-/// would otherwise be accepted and describe nothing there.
+/// rows; for a section in kernel memory, its rows too, decoded (see
+/// [`Rows`]). Every function must lie in the text: a section built for
+/// other code, or copied away from its text (its addresses are
+/// PC-relative), would otherwise be accepted and describe nothing there.
 struct Keep {
+    header: sframe::Header,
     text_start: u64,
     text_len: u64,
     packed: KVVec<sframe::PackedFde>,
     marks: KVVec<FreMark>,
+    rows: Option<Rows>,
     /// A function lies outside the text: refused once the section is
     /// known to be valid, so that a malformed one gets the errno it always
     /// got.
@@ -111,17 +114,69 @@ impl sframe::Visitor for Keep {
             Some(p) if p.end() <= self.text_len => self.packed.push(p, registry::gfp())?,
             _ => self.outside = true,
         }
+        if let Some(rows) = &mut self.rows {
+            // At most `num_fres` rows, which the section's size bounds.
+            let first = u32::try_from(rows.rows.len()).map_err(|_| AllocError)?;
+            rows.first.push(first, registry::gfp())?;
+        }
         Ok(())
     }
 
     fn mark(&mut self, fde: u32, mark: sframe::FreMark) -> Result<(), AllocError> {
         self.marks.push(FreMark { fde, mark }, registry::gfp())
     }
+
+    fn row(&mut self, _: u32, start: u32, row: &sframe::Row) -> Result<(), AllocError> {
+        if let Some(rows) = &mut self.rows {
+            let p = sframe::PackedRow::pack(&self.header, start, row);
+            rows.undecoded |= !p.is_decoded();
+            rows.rows.push(p, registry::gfp())?;
+        }
+        Ok(())
+    }
 }
 
 /// Validates `s` in full through `reader` and returns what unwinds will use
 /// instead of reading it again (see [`Keep`]).
 pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes> {
+    validate_keeping(s, reader, false).map(|(fdes, _)| fdes)
+}
+
+/// Validates `bytes`, the section `s` in kernel memory (a file's or the
+/// vDSO's), and returns what unwinds use of it: its rows decoded, so that
+/// a lookup neither reads nor decodes them, and the bytes themselves only
+/// if a row did not fit ([`sframe::PackedRow`]) and must be read from
+/// there.
+pub(crate) fn validate_resident(s: &Section, bytes: KVVec<u8>) -> Result<Fdes> {
+    let (fdes, rows) = validate_keeping(s, &bytes[..], true)?;
+    Ok(match rows {
+        Some(rows) if !rows.undecoded => fdes.with_rows(rows.first, rows.rows),
+        Some(rows) => fdes.with_rows(rows.first, rows.rows).with_section(bytes),
+        None => fdes.with_section(bytes),
+    })
+}
+
+/// Most bytes of decoded rows a section in kernel memory keeps (8 a row):
+/// rows past that are read from the section as a registration's are.
+const MAX_ROW_BYTES: usize = 32 << 20;
+
+/// The rows of a section as [`validate_resident`] keeps them.
+struct Rows {
+    /// Every row, by function, then by start.
+    rows: KVVec<sframe::PackedRow>,
+    /// Index in `rows` of each function's first row.
+    first: KVVec<u32>,
+    /// A row is not decoded (it needs more than a packed row says).
+    undecoded: bool,
+}
+
+/// [`validate`], keeping the rows too if `keep_rows` and there are not
+/// more than [`MAX_ROW_BYTES`] of them.
+fn validate_keeping(
+    s: &Section,
+    reader: impl sframe::Reader,
+    keep_rows: bool,
+) -> Result<(Fdes, Option<Rows>)> {
     let mut sec = open(s, reader).map_err(|e| refuse(e.name(), s, validation_errno(&e)))?;
     let header = *sec.header();
     // The header's count is checked against the section's size only: a
@@ -131,11 +186,25 @@ pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes>
     if table_bytes > MAX_FDE_BYTES {
         return Err(refuse("FDE table over budget", s, ENOSPC));
     }
+    let row_bytes = (header.num_fres as usize).saturating_mul(size_of::<sframe::PackedRow>());
+    let rows = if keep_rows && row_bytes <= MAX_ROW_BYTES {
+        // The header's counts, checked against the section's size by
+        // `open()` (at least 2 bytes a row).
+        Some(Rows {
+            rows: KVVec::with_capacity(header.num_fres as usize, registry::gfp())?,
+            first: KVVec::with_capacity(header.num_fdes as usize, registry::gfp())?,
+            undecoded: false,
+        })
+    } else {
+        None
+    };
     let mut keep = Keep {
+        header,
         text_start: s.text_start as u64,
         text_len: (s.text_end - s.text_start) as u64,
         packed: KVVec::with_capacity(header.num_fdes as usize, registry::gfp())?,
         marks: KVVec::new(),
+        rows,
         outside: false,
     };
     match sec.validate_with(&mut keep) {
@@ -156,7 +225,7 @@ pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes>
     if keep.outside {
         return Err(refuse("function outside the text", s, ERANGE));
     }
-    Ok(Fdes::from_parts(header, keep.packed, keep.marks))
+    Ok((Fdes::from_parts(header, keep.packed, keep.marks), keep.rows))
 }
 
 /// Bytes of section [`add`] reads at a time, in two blocks.
@@ -240,6 +309,37 @@ mod tests {
         bad[8] = 2;
         let e = validate(&test_section(0x1f), &bad[..]).err();
         assert_eq!(e.map(|e| e.to_errno()), Some(-(bindings::EBADMSG as c_int)));
+        Ok(())
+    }
+
+    #[test]
+    fn resident_rows_are_found_decoded() -> Result {
+        let s = Section {
+            resident: true,
+            ..test_section(0x100)
+        };
+        let mut bytes = KVVec::new();
+        bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
+        let fdes = validate_resident(&s, bytes)?.shared()?;
+        // One function of 4 rows, all decoded: the section is not kept.
+        assert_eq!(
+            fdes.bytes(),
+            size_of::<sframe::PackedFde>() + 4 * size_of::<sframe::PackedRow>() + 4
+        );
+        let mut mm = registry::SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(s, fdes)?;
+        let mut sec = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
+            .map_err(|_| EINVAL)?;
+        // Every PC of the function: the row the section gives, no read.
+        for pc in 0x11000..0x11020 {
+            let f = mm.lookup(pc).found.ok_or(ENOENT)?;
+            let want = sec.find(pc as u64).map_err(|_| EINVAL)?;
+            assert!(matches!(f.known, registry::KnownRow::Row(r) if r == want));
+        }
+        // Past the function: no function, nothing known.
+        let f = mm.lookup(0x11020).found.ok_or(ENOENT)?;
+        assert!(f.fde.is_none() && matches!(f.known, registry::KnownRow::Read));
         Ok(())
     }
 }

@@ -111,14 +111,23 @@ pub(crate) struct FreMark {
 /// start, and marks of the rows of its largest functions. A lookup
 /// binary-searches them here; only the function's FRE bytes are read from
 /// the section, at most [`FRE_MARK_EVERY`] rows of them, and checked as
-/// they are read: from the address space, or for a file's table from the
-/// copy of the section kept here.
+/// they are read: from the address space, or for a section in kernel
+/// memory (a file's table, the vDSO's) from the copy kept here. Such a
+/// section's rows are kept decoded too: a lookup then takes its row as it
+/// is, by binary search, and reads the section only for a row that did not
+/// fit ([`sframe::PackedRow`]), if any.
 pub(crate) struct Fdes {
     header: sframe::Header,
     packed: KVVec<sframe::PackedFde>,
     /// Sorted by function, then by start.
     marks: KVVec<FreMark>,
-    /// The section itself, for a file's table (`file_table.rs`).
+    /// Every row, by function, then by start; empty for a registration,
+    /// whose rows stay in user memory.
+    rows: KVVec<sframe::PackedRow>,
+    /// Index in `rows` of the first row of each function of `packed`.
+    row_first: KVVec<u32>,
+    /// The section itself, for a section in kernel memory some of whose
+    /// rows are not decoded.
     section: Option<KVVec<u8>>,
     /// Bytes counted against the machine's budget of file tables while the
     /// table lives, wherever it is shared.
@@ -148,6 +157,8 @@ impl Fdes {
             header,
             packed,
             marks,
+            rows: KVVec::new(),
+            row_first: KVVec::new(),
             section: None,
             charged: 0,
         }
@@ -160,6 +171,18 @@ impl Fdes {
         marks: KVVec<FreMark>,
     ) -> Result<Arc<Fdes>> {
         Fdes::from_parts(header, packed, marks).shared()
+    }
+
+    /// The table, keeping the section's `rows`, the first of each function
+    /// at its index in `row_first`.
+    pub(crate) fn with_rows(
+        mut self,
+        row_first: KVVec<u32>,
+        rows: KVVec<sframe::PackedRow>,
+    ) -> Fdes {
+        self.row_first = row_first;
+        self.rows = rows;
+        self
     }
 
     /// The table, keeping `section`, the bytes it was validated from.
@@ -187,6 +210,8 @@ impl Fdes {
     pub(crate) fn bytes(&self) -> usize {
         self.packed.len() * core::mem::size_of::<sframe::PackedFde>()
             + self.marks.len() * core::mem::size_of::<FreMark>()
+            + self.rows.len() * core::mem::size_of::<sframe::PackedRow>()
+            + self.row_first.len() * core::mem::size_of::<u32>()
             + self.section.as_ref().map_or(0, |s| s.len())
     }
 
@@ -213,6 +238,40 @@ impl Fdes {
             .map(|m| m.mark);
         Some((i, f, mark))
     }
+
+    /// The row of `pc` in function `i` (`f`) of a text that starts at
+    /// `text_start`, as the rows kept decoded say.
+    fn known_row(&self, i: u32, f: &sframe::PackedFde, text_start: usize, pc: usize) -> KnownRow {
+        let first = |k: usize| self.row_first.get(k).map(|&r| r as usize);
+        let Some(lo) = first(i as usize) else {
+            return KnownRow::Read;
+        };
+        let hi = first(i as usize + 1).unwrap_or(self.rows.len());
+        let (Some(rows), Ok(fde)) = (
+            self.rows.get(lo..hi),
+            f.unpack(self.header.version, text_start as u64, i),
+        ) else {
+            return KnownRow::Read;
+        };
+        match sframe::PackedRow::find(rows, &self.header, &fde, pc as u64) {
+            Ok(Some(row)) => KnownRow::Row(row),
+            Err(sframe::Error::NotCovered) => KnownRow::Uncovered,
+            Ok(None) | Err(_) => KnownRow::Read,
+        }
+    }
+}
+
+/// What a lookup knows of the row of a PC in a function without reading
+/// the section.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum KnownRow {
+    /// Its row, decoded when the section was validated.
+    Row(sframe::Row),
+    /// No row describes the PC: it lies before its function's first row.
+    Uncovered,
+    /// To be read from the section: a registration's rows, or a row that
+    /// did not fit.
+    Read,
 }
 
 /// What [`SframeMm::lookup`] copies out of the table for one PC.
@@ -228,6 +287,8 @@ pub(crate) struct Found {
     pub(crate) fde: Option<(u32, sframe::PackedFde)>,
     /// Where the walk of that function's rows may start for the PC.
     pub(crate) mark: Option<sframe::FreMark>,
+    /// The PC's row, if the table keeps it decoded.
+    pub(crate) known: KnownRow,
 }
 
 /// What [`SframeMm::lookup`] found for a PC, in generation `gen` of the
@@ -617,6 +678,9 @@ impl SframeMm {
                 header: e.fdes.header,
                 fde: f.map(|(i, fde, _)| (i, fde)),
                 mark: f.and_then(|(_, _, m)| m),
+                known: f.map_or(KnownRow::Read, |(i, fde, _)| {
+                    e.fdes.known_row(i, &fde, e.section.text_start, pc)
+                }),
             }
         });
         Lookup { found, gen }

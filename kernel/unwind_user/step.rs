@@ -8,7 +8,7 @@
 
 use crate::{
     file_table,
-    registry::{Counters, Found, SframeMm},
+    registry::{Counters, Found, KnownRow, SframeMm},
     rule_cache::{Cached, CachedRule},
     usermem::{UserMem, UserReader},
 };
@@ -229,9 +229,9 @@ fn find_row<R: sframe::Reader>(
         .find_row_from(&fde, found.mark.as_ref(), pc as u64)
 }
 
-/// The row of `pc` in the function `found` names, read from the section
-/// within this walk's budget; `None` if no row describes `pc`. A section
-/// found malformed is dropped.
+/// The row of `pc` in the function `found` names, as the lookup found it
+/// decoded, else read from the section within this walk's budget; `None`
+/// if no row describes `pc`. A section found malformed is dropped.
 fn read_row(
     mm: &SframeMm,
     found: &Found,
@@ -242,6 +242,11 @@ fn read_row(
     let Some((i, fde)) = found.fde else {
         return Ok(None);
     };
+    match found.known {
+        KnownRow::Row(row) => return Ok(Some(row)),
+        KnownRow::Uncovered => return Ok(None),
+        KnownRow::Read => {}
+    }
     let s = &found.section;
     let (r, exhausted) = if s.resident {
         // A file's table: its rows are in kernel memory, read under RCU.

@@ -90,9 +90,7 @@ fn build() -> Result<Vdso> {
         sframe_len: u32::try_from(len).map_err(|_| enoexec())?,
         resident: true,
     };
-    let fdes = register::validate(&s, &bytes[..])?
-        .with_section(bytes)
-        .shared()?;
+    let fdes = register::validate_resident(&s, bytes)?.shared()?;
     Ok(Vdso {
         image_size: image.len(),
         text,
