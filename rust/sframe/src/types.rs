@@ -735,7 +735,8 @@ impl PackedFde {
 /// A row as a consumer keeps it decoded in its own memory once the section
 /// is validated, so that a lookup takes it as it is, with neither a read
 /// nor a decode of the FRE: 8 bytes, the FRE's start offset and the rules
-/// of the rows real code has (the CFA at a 16-bit offset from SP or FP,
+/// of the rows real code has (the CFA at an offset from SP or FP that fits
+/// 16 bits, in bytes or in 8-byte words (a stack frame of up to 256 KiB),
 /// the return address where the header's fixed offset puts it, not saved,
 /// or undefined; the frame pointer not saved or saved within 128 bytes of
 /// the CFA). A row that needs more packs as not decoded
@@ -764,6 +765,8 @@ const ROW_RA_UNDEFINED: u8 = 1 << 3;
 const ROW_RA_SAME: u8 = 1 << 4;
 /// The row marks the outermost frame.
 const ROW_OUTERMOST: u8 = 1 << 5;
+/// `cfa_off` counts 8-byte words (else bytes).
+const ROW_CFA_WORDS: u8 = 1 << 6;
 
 impl PackedRow {
     /// `row`, the row of the FRE starting at `start` of a function of a
@@ -781,8 +784,17 @@ impl PackedRow {
             Base::Fp => flags |= ROW_CFA_FP,
             Base::Reg(_) => return undecoded,
         }
-        let Ok(cfa_off) = i16::try_from(row.cfa.offset) else {
-            return undecoded;
+        let cfa_off = match i16::try_from(row.cfa.offset) {
+            Ok(off) => off,
+            // A large frame's CFA offset: in words, if it is whole words.
+            Err(_) if row.cfa.offset % 8 == 0 => match i16::try_from(row.cfa.offset / 8) {
+                Ok(words) => {
+                    flags |= ROW_CFA_WORDS;
+                    words
+                }
+                Err(_) => return undecoded,
+            },
+            Err(_) => return undecoded,
         };
         match row.ra {
             RegRule::CfaOffset(off) if hdr.fixed_ra_offset() == Some(off) => {}
@@ -848,7 +860,11 @@ impl PackedRow {
                 } else {
                     Base::Sp
                 },
-                offset: i32::from(self.cfa_off),
+                offset: if f & ROW_CFA_WORDS != 0 {
+                    i32::from(self.cfa_off).saturating_mul(8)
+                } else {
+                    i32::from(self.cfa_off)
+                },
                 deref: false,
             },
             ra,

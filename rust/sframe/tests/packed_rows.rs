@@ -53,9 +53,10 @@ impl Visitor for Keep {
 /// Whether a row is one `PackedRow` keeps decoded, as its documentation
 /// says.
 fn fits(hdr: &Header, row: &Row) -> bool {
+    let off = row.cfa.offset;
     let cfa = matches!(row.cfa.base, Base::Sp | Base::Fp)
         && !row.cfa.deref
-        && i16::try_from(row.cfa.offset).is_ok();
+        && (i16::try_from(off).is_ok() || (off % 8 == 0 && i16::try_from(off / 8).is_ok()));
     let ra = match row.ra {
         RegRule::CfaOffset(off) => hdr.fixed_ra_offset() == Some(off),
         RegRule::SameValue | RegRule::Undefined => true,
@@ -152,23 +153,27 @@ fn edge_rules_pack_or_say_so() {
     let spec = edges(&[
         (true, &[8]),
         (true, &[i16::MAX as i32]),
+        // Past 16 bits: in words if whole words.
         (true, &[i16::MAX as i32 + 1]),
+        (true, &[i16::MAX as i32 + 4]),
         (false, &[i16::MIN as i32, -16]),
         (false, &[i16::MIN as i32 - 1, -16]),
         (false, &[16, -128]),
         (false, &[16, -129]),
         (false, &[16, 127]),
+        (true, &[i16::MIN as i32 * 8]),
+        (true, &[(i16::MAX as i32 + 1) * 8]),
         (true, &[]),
     ]);
     let bytes = spec.encode().unwrap();
     let mut sec = Section::new(&bytes[..], bytes.len() as u32, spec.addr).unwrap();
     let (pcs, undecoded) = compare(&mut sec).unwrap();
-    // Rows 2, 4 and 6 do not fit (CFA offset past 16 bits, FP offset past
-    // 8): 4 PCs each.
-    assert_eq!(undecoded, 12, "of {pcs}");
+    // Rows 3, 5, 7 and 10 do not fit (a CFA offset past 16 bits of bytes
+    // or of words, an FP offset past 8 bits): 4 PCs each.
+    assert_eq!(undecoded, 16, "of {pcs}");
     let k = keep(&mut sec).unwrap();
     assert_eq!(k.fdes[1].pc_type, PcType::Mask);
-    let outermost = k.rows[0][8].unpack(&k.hdr, &k.fdes[0]).unwrap();
+    let outermost = k.rows[0][11].unpack(&k.hdr, &k.fdes[0]).unwrap();
     assert!(outermost.outermost);
     assert_eq!(outermost.ra, RegRule::Undefined);
 }
