@@ -38,6 +38,7 @@ int unwind_user_assist_signal(unsigned int *timeout_ms);
 /* kernel/unwind_user/files.c: C glue of the per-file tables. */
 struct file;
 extern unsigned long unwind_user_file_bytes_max;
+extern unsigned long unwind_user_file_bytes_user_max;
 void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
 bool unwind_user_inode_open_for_write(const struct inode *inode);

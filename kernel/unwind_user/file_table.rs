@@ -85,28 +85,72 @@ static NR_TABLES: Atomic<u64> = Atomic::new(0);
 /// Bytes of kernel memory the file tables hold, those of [`FILES`] and
 /// those detached or replaced that an address space still uses.
 static TABLE_BYTES: Atomic<u64> = Atomic::new(0);
+/// The part of [`TABLE_BYTES`] that tables of files root does not own
+/// hold.
+static USER_BYTES: Atomic<u64> = Atomic::new(0);
+/// How many tables of files root does not own [`FILES`] holds.
+static NR_USER_TABLES: Atomic<u64> = Atomic::new(0);
 
-/// Counts `n` more bytes of file tables; `ENOSPC` past the budget.
-pub(crate) fn charge(n: usize) -> Result {
+/// The budget of file tables, `kernel.unwind_user_file_bytes_max`.
+fn budget() -> u64 {
     // SAFETY: A plain `unsigned long` the sysctl writes; a torn read is
     // impossible for an aligned word.
-    let max = unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_max) };
-    let mut cur = TABLE_BYTES.load(Relaxed);
+    unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_max) as u64 }
+}
+
+/// The part of it for files root does not own,
+/// `kernel.unwind_user_file_bytes_user_max`.
+fn user_budget() -> u64 {
+    // SAFETY: As in `budget()`.
+    unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_user_max) as u64 }
+}
+
+/// Counts `n` more bytes in `counter`; `ENOSPC` past `max`.
+fn charge_to(counter: &Atomic<u64>, n: usize, max: u64) -> Result {
+    let mut cur = counter.load(Relaxed);
     loop {
         let new = cur
             .checked_add(n as u64)
-            .filter(|&t| t <= max as u64)
+            .filter(|&t| t <= max)
             .ok_or(ENOSPC)?;
-        match TABLE_BYTES.cmpxchg(cur, new, Relaxed) {
+        match counter.cmpxchg(cur, new, Relaxed) {
             Ok(_) => return Ok(()),
             Err(now) => cur = now,
         }
     }
 }
 
+/// Counts `n` more bytes of file tables, of a file root does not own if
+/// `user`; `ENOSPC` past the budget, or past the part of it for such
+/// files.
+pub(crate) fn charge(n: usize, user: bool) -> Result {
+    if user {
+        charge_to(&USER_BYTES, n, user_budget())?;
+    }
+    charge_to(&TABLE_BYTES, n, budget()).inspect_err(|_| {
+        if user {
+            USER_BYTES.fetch_sub(n as u64, Relaxed);
+        }
+    })
+}
+
 /// Gives back `n` bytes [`charge`] counted. Lock-free, in any context.
-pub(crate) fn uncharge(n: usize) {
+pub(crate) fn uncharge(n: usize, user: bool) {
     TABLE_BYTES.fetch_sub(n as u64, Relaxed);
+    if user {
+        USER_BYTES.fetch_sub(n as u64, Relaxed);
+    }
+}
+
+/// Would `n` more bytes of a file's table (of a file root does not own if
+/// `user`) fit the budget now?
+fn room_for(n: usize, user: bool) -> bool {
+    let fits = |c: &Atomic<u64>, max| {
+        c.load(Relaxed)
+            .checked_add(n as u64)
+            .is_some_and(|t| t <= max)
+    };
+    fits(&TABLE_BYTES, budget()) && (!user || fits(&USER_BYTES, user_budget()))
 }
 /// Advanced on every change of [`FILES`]: a registry whose rule cache was
 /// filled before may have cached a newly attached file's PCs as no
@@ -217,6 +261,13 @@ pub(crate) struct FileTable {
     /// refused), remembered so that neither mmap nor a walk reads the file
     /// again.
     described: Option<Described>,
+    /// Not 0: the bytes the table of the file's section needed when the
+    /// budget had no room for them. Such a table is built again once the
+    /// budget has room ([`FileTable::retry`]).
+    over_budget: usize,
+    /// Built from a file root does not own: it counts against the part of
+    /// the budget, and of [`MAX_TABLES`], for such files.
+    user: bool,
 }
 
 impl FileTable {
@@ -233,6 +284,12 @@ impl FileTable {
     unsafe fn stale(&self) -> bool {
         // SAFETY: The caller's contract.
         unsafe { Stamp::of(self.inode as *const bindings::inode) != self.stamp }
+    }
+
+    /// Is it a table that did not fit the budget, which now has room for
+    /// it? Then it is built again.
+    fn retry(&self) -> bool {
+        self.over_budget != 0 && room_for(self.over_budget, self.user)
     }
 
     /// The registration of this table for `m`, a mapping of its file, and
@@ -272,7 +329,9 @@ pub(crate) fn section_in(
     })
 }
 
-/// Reads `buf.len()` bytes of `file` at `pos`; `ENOEXEC` if it has fewer.
+/// Reads `buf.len()` bytes of `file` at `pos`; `ENOEXEC` if it has fewer,
+/// `EINTR` if the read stopped short because the task is being killed (not
+/// the file's fault: its table is not to say it has none).
 fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
     let mut pos = i64::try_from(pos).map_err(|_| enoexec())?;
     // SAFETY: `file` is a live file; `buf` is valid for writes of its
@@ -280,8 +339,12 @@ fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
     let n = unsafe {
         bindings::kernel_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut pos)
     };
+    // SAFETY: Reads the current task's signal state; no preconditions.
+    let killed =
+        || unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) } != 0;
     match usize::try_from(n) {
         Ok(n) if n == buf.len() => Ok(()),
+        Ok(_) if killed() => Err(EINTR),
         Ok(_) => Err(enoexec()),
         Err(_) => Err(Error::from_errno(n as c_int)),
     }
@@ -404,11 +467,22 @@ fn inode_of(file: &LocalFile) -> *const bindings::inode {
     unsafe { bindings::unwind_user_file_inode(file.as_ptr()) }
 }
 
+/// What reading a file gives its table.
+enum Built {
+    /// Its section, as [`describe`] keeps it.
+    Described(Described),
+    /// Nothing the kernel uses: no section, or one it refused.
+    Nothing,
+    /// A section whose table, this many bytes, the budget had no room for.
+    OverBudget(usize),
+}
+
 /// Validates `bytes`, a section for `text` whose addresses are relative to
 /// `sframe_addr` at link time, into what a file's table keeps of it: the
-/// FDEs relative to the text, whatever its load bias, and the section
-/// itself, counted against the machine's budget.
-fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>) -> Result<Described> {
+/// FDEs relative to the text, whatever its load bias, and its rows,
+/// counted against the machine's budget ([`Built::OverBudget`] past it).
+/// `user`: of a file root does not own.
+fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>, user: bool) -> Result<Built> {
     let s = Section {
         text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
         text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
@@ -417,25 +491,29 @@ fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>) -> Result<Des
         sframe_len: u32::try_from(bytes.len()).map_err(|_| E2BIG)?,
         resident: true,
     };
-    let fdes = register::validate_resident(&s, bytes)?
-        .charge_files()?
-        .shared()?;
-    Ok(Described {
+    let fdes = register::validate_resident(&s, bytes)?;
+    let n = fdes.bytes();
+    let Ok(fdes) = fdes.charge_files(user) else {
+        return Ok(Built::OverBudget(n));
+    };
+    Ok(Built::Described(Described {
         text,
         sframe_addr,
         sframe_len: s.sframe_len,
-        fdes,
-    })
+        fdes: fdes.shared()?,
+    }))
 }
 
 /// Builds the table of a file (whose inode is `inode`) with `build`, which
-/// reads it, keeping `agent_file` if an agent attaches it; `ETXTBSY` if the
-/// file is open for writing, or was written to meanwhile: a table never
-/// describes contents other than its stamp's.
+/// reads it, keeping `agent_file` if an agent attaches it (`user`: a table
+/// of a file root does not own, built from its own section); `ETXTBSY` if
+/// the file is open for writing, or was written to meanwhile: a table
+/// never describes contents other than its stamp's.
 fn build_table(
     inode: *const bindings::inode,
     agent_file: Option<ARef<File>>,
-    build: impl FnOnce() -> Result<Option<Described>>,
+    user: bool,
+    build: impl FnOnce() -> Result<Built>,
 ) -> Result<Arc<FileTable>> {
     // SAFETY: The caller holds a reference to the file, which keeps its
     // inode live.
@@ -445,7 +523,11 @@ fn build_table(
     }
     // SAFETY: As above.
     let stamp = unsafe { Stamp::of(inode) };
-    let described = build()?;
+    let (described, over_budget) = match build()? {
+        Built::Described(d) => (Some(d), 0),
+        Built::Nothing => (None, 0),
+        Built::OverBudget(n) => (None, n),
+    };
     // SAFETY: As above.
     if open_for_write() || unsafe { Stamp::of(inode) } != stamp {
         return Err(ETXTBSY);
@@ -456,6 +538,8 @@ fn build_table(
             _file: agent_file,
             stamp,
             described,
+            over_budget,
+            user,
         },
         gfp(),
     )?)
@@ -480,12 +564,15 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
             .reader()
             .read_slice(&mut bytes)?;
-        describe(text, u.sframe_addr, bytes).map(Some)
+        match describe(text, u.sframe_addr, bytes, false)? {
+            Built::OverBudget(_) => Err(ENOSPC),
+            built => Ok(built),
+        }
     };
     // SAFETY: `fget()` in this system call; prctl() takes no
     // `fdget_pos()`.
     let held = unsafe { LocalFile::assume_no_fdget_pos(file.clone()) };
-    let table = build_table(inode, Some(held), build)?;
+    let table = build_table(inode, Some(held), false, build)?;
     let old = insert(table, true)?;
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
@@ -494,36 +581,38 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
 
 /// The table of `file` built from its own `PT_GNU_SFRAME` segment, or one
 /// that says it has none the kernel uses (a malformed or unsupported
-/// section, or one past the budget: until the inode goes). `Err` for what
-/// may not last (no memory, a read error, a file open for writing): that
-/// is not remembered.
+/// section: until the inode goes; one past the budget: until the budget
+/// has room). `Err` for what may not last (no memory, a read error, a
+/// fatal signal, a file open for writing): that is not remembered.
 fn build_own(file: &File) -> Result<Arc<FileTable>> {
     let inode = inode_of(file);
-    build_table(inode, None, || {
+    // SAFETY: `file` keeps its inode live; `i_uid` is a plain word.
+    let user = unsafe { core::ptr::read_volatile(&raw const (*inode).i_uid.val) } != 0;
+    build_table(inode, None, user, || {
         let layout = match elf_layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
-            Err(e) if e == enoexec() => return Ok(None),
+            Err(e) if e == enoexec() => return Ok(Built::Nothing),
             Err(e) => return Err(e),
         };
         let Some(sf) = layout.sframe else {
-            return Ok(None);
+            return Ok(Built::Nothing);
         };
         let len = match usize::try_from(sf.size) {
             Ok(len) if len != 0 && len <= MAX_SECTION_SIZE => len,
-            _ => return Ok(None),
+            _ => return Ok(Built::Nothing),
         };
         let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
         match read_at(file, &mut bytes, sf.offset) {
             Ok(()) => {}
-            Err(e) if e == enoexec() => return Ok(None),
+            Err(e) if e == enoexec() => return Ok(Built::Nothing),
             Err(e) => return Err(e),
         }
-        match describe(layout.text, sf.vaddr, bytes) {
-            Ok(d) => Ok(Some(d)),
+        match describe(layout.text, sf.vaddr, bytes, user) {
+            Ok(built) => Ok(built),
             Err(e) if e == ENOMEM || e == EINTR => Err(e),
-            // Malformed, unsupported or over the budget: not described,
-            // until the file or its inode goes.
-            Err(_) => Ok(None),
+            // Malformed or unsupported: not described, until the file or
+            // its inode goes.
+            Err(_) => Ok(Built::Nothing),
         }
     })
 }
@@ -531,6 +620,21 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
 /// Most tables [`FILES`] holds, described files and others: one pointer
 /// each in the array, and an answer that saves reading the file again.
 const MAX_TABLES: usize = 1 << 16;
+/// Most of them that may be of files root does not own, which any user
+/// can have the kernel read: the rest stay for the system's files.
+const MAX_USER_TABLES: u64 = 1 << 14;
+
+/// Counts `table` in (`added`) or out of [`NR_USER_TABLES`]; under the
+/// lock of [`FILES`].
+fn count_user(table: &FileTable, added: bool) {
+    match (table.user, added) {
+        (false, _) => {}
+        (true, true) => NR_USER_TABLES.add(1, Relaxed),
+        (true, false) => {
+            NR_USER_TABLES.fetch_sub(1, Relaxed);
+        }
+    }
+}
 
 /// Makes `table` its file's table, unless `replace` is false and the file
 /// has one already; returns the table it replaces. `ENOSPC` when
@@ -549,16 +653,23 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
         let i = match files.binary_search_by_key(&table.key(), |t| t.key()) {
             Ok(_) if !replace => return Ok(None),
             Ok(i) => {
+                count_user(&table, true);
                 let old = files.get_mut(i).map(|t| core::mem::replace(t, table));
+                if let Some(old) = &old {
+                    count_user(old, false);
+                }
                 GEN.add(1, Relaxed);
                 return Ok(old);
             }
             Err(i) => i,
         };
-        if files.len() >= MAX_TABLES {
+        if files.len() >= MAX_TABLES
+            || (table.user && NR_USER_TABLES.load(Relaxed) >= MAX_USER_TABLES)
+        {
             return Err(ENOSPC);
         }
         if files.len() < files.capacity() {
+            count_user(&table, true);
             files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
             NR_TABLES.store(files.len() as u64, Relaxed);
             return Ok(None);
@@ -589,6 +700,7 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
         return None;
     }
     let old = files.remove(i).ok()?;
+    count_user(&old, false);
     NR_TABLES.store(files.len() as u64, Relaxed);
     GEN.add(1, Relaxed);
     Some(old)
@@ -631,6 +743,9 @@ pub(crate) unsafe fn evict(inode: *const bindings::inode) {
             return;
         };
         let old = files.remove(i).ok();
+        if let Some(old) = &old {
+            count_user(old, false);
+        }
         NR_TABLES.store(files.len() as u64, Relaxed);
         // Nothing maps the file: no address space needs to know.
         old
@@ -639,7 +754,8 @@ pub(crate) unsafe fn evict(inode: *const bindings::inode) {
 }
 
 /// The current table of the file whose inode is `inode`, if it has one: a
-/// table whose file changed is removed instead. `inode` is compared only.
+/// table whose file changed, or that did not fit the budget and now would,
+/// is removed instead. `inode` is compared only.
 fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
     let files = FILES.lock();
     let i = files
@@ -647,8 +763,9 @@ fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
         .ok()?;
     let table = files.get(i)?.clone();
     // SAFETY: The table is in `FILES`, whose lock we hold: its inode is
-    // live (see `FileTable::inode`).
-    if unsafe { table.stale() } {
+    // live (see `FileTable::inode`). A table that did not fit the budget,
+    // which now has room, goes too: its file's is built again.
+    if unsafe { table.stale() } || table.retry() {
         drop(files);
         drop(remove(table.key(), Some(&table)));
         return None;
@@ -789,12 +906,15 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
             // `_mmap` lives.
             let vma = unsafe { VmaRef::from_raw(vma) };
             addr = vma.end();
-            // A mapping whose code a registration describes (the prctl's, or
-            // its table attached already) needs nothing.
-            let Some(m) = FileMapping::of(vma).filter(|m| !smm.overlaps(m.start, m.end)) else {
+            let Some(m) = FileMapping::of(vma) else {
                 continue;
             };
-            if mappings.push(m, GFP_KERNEL).is_err() {
+            // A mapping whose code a registration describes (the prctl's, or
+            // its table attached already) needs no table attached. Its
+            // file's is built all the same: the next exec of a program that
+            // registers its own code (or of one whose objects LD_AUDIT
+            // registers) then finds its table at mmap and starts settled.
+            if !smm.overlaps(m.start, m.end) && mappings.push(m, GFP_KERNEL).is_err() {
                 return Attach::Later;
             }
             if unknown.len() >= MAX_BUILDS || find(m.inode).is_some() {

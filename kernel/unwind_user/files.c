@@ -18,11 +18,26 @@
  */
 unsigned long unwind_user_file_bytes_max = 64UL << 20;
 
+/*
+ * kernel.unwind_user_file_bytes_user_max: the part of it that tables built
+ * from files root does not own may take. Any user can have the kernel
+ * build one (a program of his own, mapped and profiled); the rest of the
+ * budget stays for the system's own programs and libraries.
+ */
+unsigned long unwind_user_file_bytes_user_max = 16UL << 20;
+
 static const struct ctl_table unwind_user_sysctls[] = {
 	{
 		.procname	= "unwind_user_file_bytes_max",
 		.data		= &unwind_user_file_bytes_max,
 		.maxlen		= sizeof(unwind_user_file_bytes_max),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
+		.procname	= "unwind_user_file_bytes_user_max",
+		.data		= &unwind_user_file_bytes_user_max,
+		.maxlen		= sizeof(unwind_user_file_bytes_user_max),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
 	},

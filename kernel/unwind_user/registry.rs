@@ -132,6 +132,8 @@ pub(crate) struct Fdes {
     /// Bytes counted against the machine's budget of file tables while the
     /// table lives, wherever it is shared.
     charged: usize,
+    /// They count against the part of it for files root does not own too.
+    charged_user: bool,
 }
 
 impl Drop for Fdes {
@@ -139,7 +141,7 @@ impl Drop for Fdes {
     /// (the last registration may go in an RCU callback).
     fn drop(&mut self) {
         if self.charged != 0 {
-            crate::file_table::uncharge(self.charged);
+            crate::file_table::uncharge(self.charged, self.charged_user);
         }
     }
 }
@@ -161,6 +163,7 @@ impl Fdes {
             row_first: KVVec::new(),
             section: None,
             charged: 0,
+            charged_user: false,
         }
     }
 
@@ -192,11 +195,13 @@ impl Fdes {
     }
 
     /// The table, its bytes counted against the machine's budget of file
-    /// tables until it is freed; `ENOSPC` past the budget.
-    pub(crate) fn charge_files(mut self) -> Result<Fdes> {
+    /// tables until it is freed, and against the part of it for files root
+    /// does not own if `user`; `ENOSPC` past either.
+    pub(crate) fn charge_files(mut self, user: bool) -> Result<Fdes> {
         let n = self.bytes();
-        crate::file_table::charge(n)?;
+        crate::file_table::charge(n, user)?;
         self.charged = n;
+        self.charged_user = user;
         Ok(self)
     }
 
@@ -909,8 +914,13 @@ impl<'a> RegistryWriter<'a> {
 
     /// Counts a new executable file mapping that mmap could not settle:
     /// the next walk that meets uncovered code attaches the tables again.
+    /// The rule cache is emptied: it may hold what an earlier mapping of
+    /// the same addresses, unmapped since, unwound with (the frame-pointer
+    /// rule for a library no table described, say), which would otherwise
+    /// shadow the new mapping's code, never looked up again.
     pub(crate) fn mapping_unsettled(&self) {
         self.unsettled.add(1, Relaxed);
+        self.invalidate(None);
     }
 }
 

@@ -274,6 +274,120 @@ TEST(dlopen_own_section)
 	EXPECT_EQ(t0.file_bytes, after.file_bytes);
 }
 
+/*
+ * The machine's budget of file tables reached: a file's own section is
+ * not described (no table attached, the library left to the frame-pointer
+ * rule), and is described once the budget has room again, by the next
+ * mapping of the file and the walk after it, without the file changing.
+ */
+TEST(own_section_over_budget)
+{
+	const char *max_path = "/proc/sys/kernel/unwind_user_file_bytes_max";
+	struct unwind_user_info t0, before, after;
+	char old[32] = "";
+	struct tally t;
+	struct find f;
+	void *h;
+	int fd;
+
+	ASSERT_EQ(0, sym_init());
+	ASSERT_EQ(0, copy_lib());
+	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
+	ASSERT_EQ(0, unwind_query(&t0));
+	fd = open(max_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, old, sizeof(old) - 1, 0) <= 0) {
+		unlink(lib_copy);
+		SKIP(return, "no %s", max_path);
+	}
+	close(fd);
+	/* No room for any table more. */
+	ASSERT_EQ(0, write_text(max_path, "1"));
+
+	h = open_lib(_metadata, &f);
+	ASSERT_NE(NULL, h);
+	t = sample(h, &before, &after, "over the budget, not described");
+	EXPECT_EQ(t0.nr_sections, after.nr_sections);
+	EXPECT_EQ(t0.file_tables, after.file_tables);
+	EXPECT_EQ(t0.file_bytes, after.file_bytes);
+	ASSERT_GE(t.in_chain, 20);
+	ASSERT_EQ(0, dlclose(h));
+
+	/* Room again: the next mapping of the file has it built. */
+	ASSERT_EQ(0, write_text(max_path, old));
+	h = open_lib(_metadata, &f);
+	ASSERT_NE(NULL, h);
+	t = sample(h, &before, &after, "the budget has room again");
+	EXPECT_EQ(t0.nr_sections + 1, after.nr_sections);
+	EXPECT_EQ(t0.file_tables + 1, after.file_tables);
+	ASSERT_GE(t.in_chain, 20);
+	EXPECT_EQ(0, t.wrong);
+	EXPECT_EQ(t.in_chain, t.complete);
+	ASSERT_EQ(0, dlclose(h));
+	ASSERT_EQ(0, unlink(lib_copy));
+}
+
+/*
+ * Files root does not own have a part of the budget of their own: with it
+ * spent, such a file (any user's program) is not described, while a file
+ * root owns still is; with room again, the next mapping has it built.
+ */
+TEST(own_section_user_budget)
+{
+	const char *max_path = "/proc/sys/kernel/unwind_user_file_bytes_user_max";
+	struct unwind_user_info t0, before, after;
+	char old[32] = "", users[PATH_MAX];
+	struct tally t;
+	struct find f;
+	void *h;
+	int fd;
+
+	ASSERT_EQ(0, sym_init());
+	ASSERT_EQ(0, copy_lib());
+	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
+	ASSERT_EQ(0, unwind_query(&t0));
+	fd = open(max_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, old, sizeof(old) - 1, 0) <= 0) {
+		unlink(lib_copy);
+		SKIP(return, "no %s", max_path);
+	}
+	close(fd);
+	/* A copy owned by nobody, beside the one root owns. */
+	snprintf(users, sizeof(users), "%s", lib_copy);
+	ASSERT_EQ(0, chown(users, 65534, 65534));
+	ASSERT_EQ(0, write_text(max_path, "1"));
+
+	h = open_lib(_metadata, &f);
+	ASSERT_NE(NULL, h);
+	t = sample(h, &before, &after, "nobody's file, its part spent");
+	EXPECT_EQ(t0.nr_sections, after.nr_sections);
+	EXPECT_EQ(t0.file_tables, after.file_tables);
+	ASSERT_GE(t.in_chain, 20);
+	ASSERT_EQ(0, dlclose(h));
+
+	snprintf(lib_copy, sizeof(lib_copy), "/tmp/libsframe_dl-%d-root.so", getpid());
+	ASSERT_EQ(0, copy_file(users, lib_copy));
+	h = open_lib(_metadata, &f);
+	ASSERT_NE(NULL, h);
+	t = sample(h, &before, &after, "root's copy, meanwhile");
+	EXPECT_EQ(t0.nr_sections + 1, after.nr_sections);
+	EXPECT_EQ(t0.file_tables + 1, after.file_tables);
+	EXPECT_EQ(t.in_chain, t.complete);
+	ASSERT_EQ(0, dlclose(h));
+	ASSERT_EQ(0, unlink(lib_copy));
+
+	ASSERT_EQ(0, write_text(max_path, old));
+	snprintf(lib_copy, sizeof(lib_copy), "%s", users);
+	h = open_lib(_metadata, &f);
+	ASSERT_NE(NULL, h);
+	t = sample(h, &before, &after, "nobody's file, room again");
+	EXPECT_EQ(t0.nr_sections + 1, after.nr_sections);
+	ASSERT_GE(t.in_chain, 20);
+	EXPECT_EQ(0, t.wrong);
+	EXPECT_EQ(t.in_chain, t.complete);
+	ASSERT_EQ(0, dlclose(h));
+	ASSERT_EQ(0, unlink(lib_copy));
+}
+
 /* The bytes of libsframe_dl.so, and where its PT_GNU_SFRAME segment is. */
 static char *lib_bytes;
 static size_t lib_len, sf_off, sf_len;

@@ -3,6 +3,7 @@
  * Helpers for the SFrame unwinder selftests; see unwind_user_test.h.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -565,8 +566,16 @@ void stack_print(const char *prefix, const struct ustack *st, unsigned int max)
 	for (i = 0; i < st->nr && i < max; i++) {
 		const char *s = sym_name(st->ip[i]);
 
+		Dl_info dl;
+
 		if (s)
 			printf(" %s", s);
+		else if (dladdr((void *)(uintptr_t)st->ip[i], &dl) && dl.dli_fname)
+			/* Which object, for a stack sampled in this process. */
+			printf(" %#llx(%s+%#lx)", (unsigned long long)st->ip[i],
+			       strrchr(dl.dli_fname, '/') ? strrchr(dl.dli_fname, '/') + 1 :
+			       dl.dli_fname,
+			       (unsigned long)(st->ip[i] - (uintptr_t)dl.dli_fbase));
 		else
 			printf(" %#llx", (unsigned long long)st->ip[i]);
 	}
