@@ -27,6 +27,7 @@ GROWTH_SIZES="10 100 1000 10000 100000"
 MEM_K=50		# registrations per size for the memory figure
 LEAK_ITERS=2000
 EXEC_REPS=41
+FIRST_REPS=5		# fresh copies whose first unwind builds their table
 PERF_SECONDS=4
 PERF_FREQ=10000
 PERF_ROUNDS=2		# rounds over all perf modes, so that drift hits all alike
@@ -150,6 +151,11 @@ fi
 if phase exec; then
 	for n in 10000 100000; do
 		unwind_bench exec $D/growth_${n}_sframe $D/growth_${n}_nosframe $EXEC_REPS
+	done
+	# Where that work went: the first unwind of a fresh copy of each (a
+	# new file), which builds its table, against the second.
+	for n in 10000 100000; do
+		unwind_bench first $D/growth_${n}_sframe $FIRST_REPS $GROWTH_DEPTH
 	done
 fi
 

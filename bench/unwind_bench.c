@@ -27,6 +27,11 @@
  *   loop UNWINDER DEPTH ITERS     one measurement (to profile the kernel)
  *   exec PATH OTHER REPS          fork + execve time of PATH and of OTHER (the
  *                                 same without .sframe), interleaved
+ *   first PATH REPS DEPTH         REPS fresh copies of PATH (new files), each
+ *                                 exec'ed once to run "walk DEPTH"
+ *   walk DEPTH                    nothing registered: the first unwind, which
+ *                                 builds this file's table from its own
+ *                                 PT_GNU_SFRAME, and the second
  *   nop                           exit at once (what exec runs)
  *
  * DEPTH is the number of chain frames below main(); the unwinders also see
@@ -717,6 +722,65 @@ static void cmd_exec(const char *path, const char *other, int reps)
 	free(ns[1]);
 }
 
+/*
+ * "walk DEPTH", run by "first" in a fresh copy of a program: nothing is
+ * registered, so the first unwind (in task context, where it may sleep)
+ * meets code no registration covers and builds the table of this file from
+ * its own PT_GNU_SFRAME, once for the machine, and attaches it; the second
+ * finds it attached, its rule cache empty of these frames but for the
+ * first's.
+ */
+static void cmd_walk(int depth, const char *label)
+{
+	struct unwind_user_info before = query(), mid, after;
+	struct result first, second;
+
+	trigger("sframe", depth, 1, &first);
+	mid = query();
+	trigger("sframe", depth, 1, &second);
+	after = query();
+	printf("bench: first_walk binary=%s frames=%lu first_ns=%lu second_ns=%lu sections_before=%llu sections_after=%llu file_tables=%llu file_bytes=%llu fallbacks=%llu\n",
+	       label, first.frames, first.ns, second.ns,
+	       (unsigned long long)before.nr_sections, (unsigned long long)mid.nr_sections,
+	       (unsigned long long)after.file_tables, (unsigned long long)after.file_bytes,
+	       (unsigned long long)(after.fp_fallbacks - before.fp_fallbacks));
+}
+
+/* "first PATH REPS DEPTH": see cmd_walk(). */
+static void cmd_first(const char *path, int reps, int depth)
+{
+	char copy[64], d[16], buf[65536];
+	int i, in, out, status;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(d, sizeof(d), "%d", depth);
+	for (i = 0; i < reps; i++) {
+		snprintf(copy, sizeof(copy), "/tmp/first-%d-%d", getpid(), i);
+		in = open(path, O_RDONLY);
+		out = open(copy, O_WRONLY | O_CREAT | O_EXCL, 0755);
+		if (in < 0 || out < 0)
+			die("copy");
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			if (write(out, buf, n) != n)
+				die("copy");
+		/* A file open for writing gets no table. */
+		close(out);
+		close(in);
+		pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (!pid) {
+			execl(copy, copy, "walk", d, path, (char *)NULL);
+			_exit(127);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			die("first child");
+		unlink(copy);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -728,7 +792,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "nop"))
 		return 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (strcmp(cmd, "exec")) {
+	/* "walk" measures what it costs to describe this program unregistered. */
+	if (strcmp(cmd, "exec") && strcmp(cmd, "first") && strcmp(cmd, "walk")) {
 		struct unwind_user_sframe self = self_section();
 
 		if (prctl(PR_UNWIND_USER, UNWIND_USER_SFRAME_REGISTER, &self,
@@ -736,7 +801,8 @@ int main(int argc, char **argv)
 			die("prctl REGISTER (self)");
 	}
 	trig_fd = open(TRIGGER, O_RDWR);
-	if (trig_fd < 0 && strcmp(cmd, "reg") && strcmp(cmd, "mem") && strcmp(cmd, "info"))
+	if (trig_fd < 0 && strcmp(cmd, "reg") && strcmp(cmd, "mem") && strcmp(cmd, "info") &&
+	    strcmp(cmd, "first"))
 		die("open " TRIGGER);
 
 	if (!strcmp(cmd, "info"))
@@ -759,8 +825,12 @@ int main(int argc, char **argv)
 		cmd_leak(a, b);
 	else if (!strcmp(cmd, "exec") && argc == 5 && c > 0)
 		cmd_exec(argv[2], argv[3], c);
+	else if (!strcmp(cmd, "first") && argc == 5 && b > 0 && c > 0)
+		cmd_first(argv[2], b, c);
+	else if (!strcmp(cmd, "walk") && argc == 4 && a > 0)
+		cmd_walk(a, argv[3]);
 	else {
-		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | cold_file DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS | loop sframe|fp DEPTH ITERS | exec PATH NOSFRAME_PATH REPS | nop\n",
+		fprintf(stderr, "usage: %s info | step|uncovered DEPTH ITERS ROUNDS | cold DEPTH REPS | cold_file DEPTH REPS | reg NFDES REPS | mem NFDES K | leak DEPTH ITERS | loop sframe|fp DEPTH ITERS | exec PATH NOSFRAME_PATH REPS | first PATH REPS DEPTH | walk DEPTH LABEL | nop\n",
 			argv[0]);
 		return 2;
 	}
