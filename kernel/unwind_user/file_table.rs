@@ -34,6 +34,11 @@
 //! cgroup of the task that built them, and bounded machine-wide by
 //! `kernel.unwind_user_file_bytes_max`, until it is freed: a table
 //! detached or replaced counts as long as an address space still uses it.
+//! Tables of files any user may have made take at most a part of it
+//! (`kernel.unwind_user_file_bytes_user_max`, [`MAX_USER_TABLES`]), so
+//! that the system's own files always find room. A file whose table did
+//! not fit is built again once the budget has room, by the next walk after
+//! a mapping of it.
 
 use crate::{
     mm::{self, FileMapping, LockedMm},
@@ -265,8 +270,9 @@ pub(crate) struct FileTable {
     /// budget had no room for them. Such a table is built again once the
     /// budget has room ([`FileTable::retry`]).
     over_budget: usize,
-    /// Built from a file root does not own: it counts against the part of
-    /// the budget, and of [`MAX_TABLES`], for such files.
+    /// Built from a file any user may have made (not root's, or on a file
+    /// system a user mounted): it counts against the users' part of the
+    /// budget and [`MAX_USER_TABLES`].
     user: bool,
 }
 
@@ -586,8 +592,8 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
 /// fatal signal, a file open for writing): that is not remembered.
 fn build_own(file: &File) -> Result<Arc<FileTable>> {
     let inode = inode_of(file);
-    // SAFETY: `file` keeps its inode live; `i_uid` is a plain word.
-    let user = unsafe { core::ptr::read_volatile(&raw const (*inode).i_uid.val) } != 0;
+    // SAFETY: `file` keeps its inode live.
+    let user = unsafe { bindings::unwind_user_inode_users(inode) };
     build_table(inode, None, user, || {
         let layout = match elf_layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
@@ -624,6 +630,11 @@ const MAX_TABLES: usize = 1 << 16;
 /// can have the kernel read: the rest stay for the system's files.
 const MAX_USER_TABLES: u64 = 1 << 14;
 
+/// Do users' files have all the tables they may?
+fn user_tables_full() -> bool {
+    NR_USER_TABLES.load(Relaxed) >= MAX_USER_TABLES
+}
+
 /// Counts `table` in (`added`) or out of [`NR_USER_TABLES`]; under the
 /// lock of [`FILES`].
 fn count_user(table: &FileTable, added: bool) {
@@ -637,8 +648,10 @@ fn count_user(table: &FileTable, added: bool) {
 }
 
 /// Makes `table` its file's table, unless `replace` is false and the file
-/// has one already; returns the table it replaces. `ENOSPC` when
-/// [`MAX_TABLES`] files have one. A table that replaces another advances
+/// has one already (a described table replaces one that did not fit the
+/// budget all the same); returns the table it replaces. `ENOSPC` when
+/// [`MAX_TABLES`] files have one, or a user's file's table would pass
+/// [`MAX_USER_TABLES`]. A table that replaces another advances
 /// the generation: address spaces that attached the old one, or found
 /// their file had none, are not settled any more. A new file's table does
 /// not: mmap leaves a mapping of a file with no table unsettled
@@ -651,26 +664,38 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
     loop {
         let mut files = FILES.lock();
         let i = match files.binary_search_by_key(&table.key(), |t| t.key()) {
-            Ok(_) if !replace => return Ok(None),
             Ok(i) => {
-                count_user(&table, true);
-                let old = files.get_mut(i).map(|t| core::mem::replace(t, table));
-                if let Some(old) = &old {
-                    count_user(old, false);
+                let Some(cur) = files.get_mut(i) else {
+                    return Err(EINVAL);
+                };
+                // A table that did not fit the budget gives way to the
+                // file's table built since.
+                let placeholder = cur.over_budget != 0 && table.described.is_some();
+                if !replace && !placeholder {
+                    return Ok(None);
+                }
+                if table.user && !cur.user && user_tables_full() {
+                    return Err(ENOSPC);
+                }
+                let old = core::mem::replace(cur, table);
+                count_user(&old, false);
+                if let Some(new) = files.get(i) {
+                    count_user(new, true);
                 }
                 GEN.add(1, Relaxed);
-                return Ok(old);
+                return Ok(Some(old));
             }
             Err(i) => i,
         };
-        if files.len() >= MAX_TABLES
-            || (table.user && NR_USER_TABLES.load(Relaxed) >= MAX_USER_TABLES)
-        {
+        if files.len() >= MAX_TABLES || (table.user && user_tables_full()) {
             return Err(ENOSPC);
         }
         if files.len() < files.capacity() {
-            count_user(&table, true);
+            let user = table.user;
             files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
+            if user {
+                NR_USER_TABLES.add(1, Relaxed);
+            }
             NR_TABLES.store(files.len() as u64, Relaxed);
             return Ok(None);
         }
@@ -754,8 +779,8 @@ pub(crate) unsafe fn evict(inode: *const bindings::inode) {
 }
 
 /// The current table of the file whose inode is `inode`, if it has one: a
-/// table whose file changed, or that did not fit the budget and now would,
-/// is removed instead. `inode` is compared only.
+/// table whose file changed is removed instead, and one that did not fit
+/// the budget and now would is not returned. `inode` is compared only.
 fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
     let files = FILES.lock();
     let i = files
@@ -763,11 +788,16 @@ fn find(inode: *const bindings::inode) -> Option<Arc<FileTable>> {
         .ok()?;
     let table = files.get(i)?.clone();
     // SAFETY: The table is in `FILES`, whose lock we hold: its inode is
-    // live (see `FileTable::inode`). A table that did not fit the budget,
-    // which now has room, goes too: its file's is built again.
-    if unsafe { table.stale() } || table.retry() {
+    // live (see `FileTable::inode`).
+    if unsafe { table.stale() } {
         drop(files);
         drop(remove(table.key(), Some(&table)));
+        return None;
+    }
+    // A table that did not fit the budget, which now has room: the file
+    // is as one with no table yet, whose table a walk builds, to take its
+    // place ([`insert`]).
+    if table.retry() {
         return None;
     }
     Some(table)
@@ -803,7 +833,9 @@ fn candidates(mappings: &[FileMapping]) -> Result<(KVec<Candidate>, bool)> {
     let mut missing = false;
     for m in mappings {
         let Some(table) = find(m.inode) else {
-            missing = true;
+            // A user's file gets none while users' files have all the
+            // tables they may: as if it had nothing to describe.
+            missing |= !(m.users && user_tables_full());
             continue;
         };
         let Some((section, _)) = table.section_in(m) else {
@@ -891,7 +923,10 @@ const MAX_BUILDS: usize = 64;
 pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> Attach {
     kernel::task::might_sleep();
     let mut mappings = KVec::new();
+    // Files with no table yet: those of mappings to attach, then those a
+    // registration covers, built after them.
     let mut unknown: KVec<ARef<File>> = KVec::new();
+    let mut covered: KVec<ARef<File>> = KVec::new();
     let unsettled = {
         let _mmap = mm.mmap_read_lock();
         let mut addr = 0;
@@ -914,18 +949,31 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
             // file's is built all the same: the next exec of a program that
             // registers its own code (or of one whose objects LD_AUDIT
             // registers) then finds its table at mmap and starts settled.
-            if !smm.overlaps(m.start, m.end) && mappings.push(m, GFP_KERNEL).is_err() {
+            let is_covered = smm.overlaps(m.start, m.end);
+            if !is_covered && mappings.push(m, GFP_KERNEL).is_err() {
                 return Attach::Later;
             }
-            if unknown.len() >= MAX_BUILDS || find(m.inode).is_some() {
+            let list = if is_covered {
+                &mut covered
+            } else {
+                &mut unknown
+            };
+            if list.len() >= MAX_BUILDS
+                || find(m.inode).is_some()
+                || (m.users && user_tables_full())
+                || Iterator::chain(unknown.iter(), covered.iter()).any(|f| inode_of(f) == m.inode)
+            {
                 continue;
             }
             // SAFETY: `FileMapping::of()` found a file; the VMA holds a
             // reference to it while the mmap lock is held.
             let file = unsafe { File::from_raw_file((*vma.as_ptr()).vm_file) };
-            if unknown.iter().all(|f| inode_of(f) != m.inode)
-                && unknown.push(file.into(), GFP_KERNEL).is_err()
-            {
+            let list = if is_covered {
+                &mut covered
+            } else {
+                &mut unknown
+            };
+            if list.push(file.into(), GFP_KERNEL).is_err() {
                 return Attach::Later;
             }
         }
@@ -935,7 +983,7 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
     // Read and validated with no lock held, once for the machine. Inserted
     // while the file is held: its inode cannot be evicted before the table
     // is in the array, where eviction finds it.
-    for file in unknown {
+    for file in Iterator::chain(unknown.into_iter(), covered).take(MAX_BUILDS) {
         // Not inserted (a table appeared meanwhile, or no room): that file
         // leaves the address space unsettled, and its next walk tries again.
         if let Ok(table) = build_own(&file) {
@@ -992,10 +1040,12 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
         // A table that says the file has nothing, or does not fit this
         // mapping: neither would a walk attach one.
         (Some(_), None) => true,
-        (None, None) => false,
+        // A user's file when users' files have all the tables they may:
+        // neither would a walk build one.
+        (None, None) => m.users && user_tables_full(),
     };
     if !settled {
-        r.mapping_unsettled();
+        r.new_mapping_unsettled();
     }
 }
 
@@ -1027,6 +1077,7 @@ mod tests {
             end: 0x7f00_0000_9000,
             offset: 0x1000,
             inode: core::ptr::null(),
+            users: false,
         };
         let text = TextSegment {
             vaddr: 0x21000,

@@ -9,6 +9,7 @@
 #include <linux/init.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
+#include <linux/user_namespace.h>
 #include <linux/unwind_user_sframe.h>
 
 /*
@@ -64,4 +65,20 @@ bool unwind_user_inode_open_for_write(const struct inode *inode)
 const struct inode *unwind_user_file_inode(const struct file *file)
 {
 	return file_user_inode(file);
+}
+
+/*
+ * Is @inode's file one any user may have made, whose table takes from the
+ * users' part of the budget? Not owned by root, or on a file system whose
+ * owner a user is (a FUSE server says what the owner is; a user
+ * namespace's mount). C: the superblock's flags and user namespace have no
+ * Rust abstraction.
+ */
+bool unwind_user_inode_users(const struct inode *inode)
+{
+	const struct super_block *sb = inode->i_sb;
+
+	return !uid_eq(inode->i_uid, GLOBAL_ROOT_UID) ||
+	       (sb->s_iflags & SB_I_UNTRUSTED_MOUNTER) ||
+	       sb->s_user_ns != &init_user_ns;
 }

@@ -130,7 +130,9 @@ impl sframe::Visitor for Keep {
         if let Some(rows) = &mut self.rows {
             let p = sframe::PackedRow::pack(&self.header, start, row);
             rows.undecoded |= !p.is_decoded();
-            rows.rows.push(p, registry::gfp())?;
+            // Reserved for the header's count, which validation holds the
+            // rows it hands out to.
+            rows.rows.push_within_capacity(p).map_err(|_| AllocError)?;
         }
         Ok(())
     }
@@ -157,7 +159,8 @@ pub(crate) fn validate_resident(s: &Section, bytes: KVVec<u8>) -> Result<Fdes> {
 }
 
 /// Most bytes of decoded rows a section in kernel memory keeps (8 a row):
-/// rows past that are read from the section as a registration's are.
+/// a section with more keeps none, and its rows are read from its bytes,
+/// as a registration's are from user memory.
 const MAX_ROW_BYTES: usize = 32 << 20;
 
 /// The rows of a section as [`validate_resident`] keeps them.

@@ -692,7 +692,8 @@ impl SframeMm {
     }
 
     /// Calls `f` with the bytes of the file's section `found` came from,
-    /// under RCU: `None` if it is not a file's table, or no longer
+    /// under RCU: `None` if it is not a file's table, if the table keeps
+    /// every row decoded and not the bytes, or if it is no longer
     /// registered.
     pub(crate) fn with_section<R>(&self, found: &Found, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let guard = rcu::read_lock();
@@ -912,14 +913,20 @@ impl<'a> RegistryWriter<'a> {
         Ok(())
     }
 
-    /// Counts a new executable file mapping that mmap could not settle:
-    /// the next walk that meets uncovered code attaches the tables again.
-    /// The rule cache is emptied: it may hold what an earlier mapping of
-    /// the same addresses, unmapped since, unwound with (the frame-pointer
-    /// rule for a library no table described, say), which would otherwise
-    /// shadow the new mapping's code, never looked up again.
+    /// Counts an executable file mapping that is not settled: the next
+    /// walk that meets uncovered code attaches the tables again.
     pub(crate) fn mapping_unsettled(&self) {
         self.unsettled.add(1, Relaxed);
+    }
+
+    /// [`mapping_unsettled`](Self::mapping_unsettled) for a new mapping
+    /// mmap could not settle, and empties the rule cache: it may hold what
+    /// an earlier mapping of the same addresses, unmapped since, unwound
+    /// with (the frame-pointer rule for a library no table described, say),
+    /// which would otherwise shadow the new mapping's code, never looked up
+    /// again. (The other callers changed the registry, which emptied it.)
+    pub(crate) fn new_mapping_unsettled(&self) {
+        self.mapping_unsettled();
         self.invalidate(None);
     }
 }

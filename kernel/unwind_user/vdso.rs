@@ -144,6 +144,7 @@ pub(crate) fn register(mm: &LockedMm<'_>) {
         end: base.saturating_add(v.image_size),
         offset: 0,
         inode: core::ptr::null(),
+        users: false,
     };
     let Some(s) = section_in(&v.text, v.sframe_addr, v.sframe_len, &m) else {
         return;

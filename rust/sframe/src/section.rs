@@ -627,6 +627,12 @@ impl<R: Reader> Section<R> {
                     return Err(Error::BadRepSize.into());
                 }
             }
+            // The header's count bounds the rows handed out, and the work,
+            // before they are walked: FDEs may share their FREs.
+            total = total.saturating_add(u64::from(fde.num_fres));
+            if total > u64::from(hdr.num_fres) {
+                return Err(Error::FreCountMismatch.into());
+            }
             visitor.fde(i, &fde).map_err(Stopped::Visitor)?;
             let marked = Self::marked(&fde, every);
             self.walk(
@@ -645,7 +651,6 @@ impl<R: Reader> Section<R> {
                     Ok(())
                 },
             )?;
-            total = total.saturating_add(u64::from(fde.num_fres));
             prev = Some(fde);
         }
         if total != u64::from(hdr.num_fres) {

@@ -241,3 +241,50 @@ fn rows_that_need_more_are_not_decoded() {
         assert_eq!(p.start(), 4);
     }
 }
+
+/// Counts the rows a validation pass hands out.
+struct CountRows(u32);
+
+impl Visitor for CountRows {
+    type Error = ();
+
+    fn fde(&mut self, _: u32, _: &Fde) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn mark(&mut self, _: u32, _: FreMark) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn row(&mut self, _: u32, _: u32, _: &Row) -> Result<(), ()> {
+        self.0 += 1;
+        Ok(())
+    }
+}
+
+/// FDEs that all name the same FREs: the header's count stops the pass
+/// before more rows than it says are handed out (a consumer that keeps
+/// them reserves that many), not after walking them all.
+#[test]
+fn shared_fres_stop_at_the_header_count() {
+    let rows: Vec<FreSpec> = (0..4).map(|i| FreSpec::new(i * 4, true, &[8])).collect();
+    let mut fdes = vec![FdeSpec::new(0x1000, 0x20, rows)];
+    for k in 1..1000u64 {
+        let mut f = FdeSpec::new(0x1000 + k * 0x20, 0x20, Vec::new());
+        f.num_fres = Some(4);
+        f.fre_off = Some(0);
+        fdes.push(f);
+    }
+    let spec = SectionSpec {
+        fdes,
+        ..SectionSpec::new(Version::V2, Abi::Amd64)
+    };
+    let bytes = spec.encode().unwrap();
+    let mut sec = Section::new(&bytes[..], bytes.len() as u32, spec.addr).unwrap();
+    let mut count = CountRows(0);
+    assert_eq!(
+        sec.validate_with(&mut count),
+        Err(sframe::Stopped::Invalid(sframe::Error::FreCountMismatch))
+    );
+    assert_eq!(count.0, sec.header().num_fres);
+}

@@ -274,34 +274,59 @@ TEST(dlopen_own_section)
 	EXPECT_EQ(t0.file_bytes, after.file_bytes);
 }
 
+#define BUDGET_MAX "/proc/sys/kernel/unwind_user_file_bytes_max"
+#define BUDGET_USER_MAX "/proc/sys/kernel/unwind_user_file_bytes_user_max"
+
+/* The budget's sysctls as they were: put back however the test ends. */
+FIXTURE(budget) {
+	char max[32], user_max[32];
+};
+
+static void read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? pread(fd, buf, len - 1, 0) : -1;
+
+	buf[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+}
+
+FIXTURE_SETUP(budget)
+{
+	read_text(BUDGET_MAX, self->max, sizeof(self->max));
+	read_text(BUDGET_USER_MAX, self->user_max, sizeof(self->user_max));
+}
+
+FIXTURE_TEARDOWN(budget)
+{
+	if (self->max[0])
+		write_text(BUDGET_MAX, self->max);
+	if (self->user_max[0])
+		write_text(BUDGET_USER_MAX, self->user_max);
+}
+
 /*
  * The machine's budget of file tables reached: a file's own section is
  * not described (no table attached, the library left to the frame-pointer
  * rule), and is described once the budget has room again, by the next
  * mapping of the file and the walk after it, without the file changing.
  */
-TEST(own_section_over_budget)
+TEST_F(budget, own_section_over_budget)
 {
-	const char *max_path = "/proc/sys/kernel/unwind_user_file_bytes_max";
 	struct unwind_user_info t0, before, after;
-	char old[32] = "";
 	struct tally t;
 	struct find f;
 	void *h;
-	int fd;
 
+	if (!self->max[0])
+		SKIP(return, "no %s", BUDGET_MAX);
 	ASSERT_EQ(0, sym_init());
 	ASSERT_EQ(0, copy_lib());
 	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
 	ASSERT_EQ(0, unwind_query(&t0));
-	fd = open(max_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || pread(fd, old, sizeof(old) - 1, 0) <= 0) {
-		unlink(lib_copy);
-		SKIP(return, "no %s", max_path);
-	}
-	close(fd);
 	/* No room for any table more. */
-	ASSERT_EQ(0, write_text(max_path, "1"));
+	ASSERT_EQ(0, write_text(BUDGET_MAX, "1"));
 
 	h = open_lib(_metadata, &f);
 	ASSERT_NE(NULL, h);
@@ -313,7 +338,7 @@ TEST(own_section_over_budget)
 	ASSERT_EQ(0, dlclose(h));
 
 	/* Room again: the next mapping of the file has it built. */
-	ASSERT_EQ(0, write_text(max_path, old));
+	ASSERT_EQ(0, write_text(BUDGET_MAX, self->max));
 	h = open_lib(_metadata, &f);
 	ASSERT_NE(NULL, h);
 	t = sample(h, &before, &after, "the budget has room again");
@@ -331,30 +356,24 @@ TEST(own_section_over_budget)
  * spent, such a file (any user's program) is not described, while a file
  * root owns still is; with room again, the next mapping has it built.
  */
-TEST(own_section_user_budget)
+TEST_F(budget, own_section_user_budget)
 {
-	const char *max_path = "/proc/sys/kernel/unwind_user_file_bytes_user_max";
 	struct unwind_user_info t0, before, after;
-	char old[32] = "", users[PATH_MAX];
+	char users[PATH_MAX];
 	struct tally t;
 	struct find f;
 	void *h;
-	int fd;
 
+	if (!self->user_max[0])
+		SKIP(return, "no %s", BUDGET_USER_MAX);
 	ASSERT_EQ(0, sym_init());
 	ASSERT_EQ(0, copy_lib());
 	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
 	ASSERT_EQ(0, unwind_query(&t0));
-	fd = open(max_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || pread(fd, old, sizeof(old) - 1, 0) <= 0) {
-		unlink(lib_copy);
-		SKIP(return, "no %s", max_path);
-	}
-	close(fd);
 	/* A copy owned by nobody, beside the one root owns. */
 	snprintf(users, sizeof(users), "%s", lib_copy);
 	ASSERT_EQ(0, chown(users, 65534, 65534));
-	ASSERT_EQ(0, write_text(max_path, "1"));
+	ASSERT_EQ(0, write_text(BUDGET_USER_MAX, "1"));
 
 	h = open_lib(_metadata, &f);
 	ASSERT_NE(NULL, h);
@@ -375,7 +394,7 @@ TEST(own_section_user_budget)
 	ASSERT_EQ(0, dlclose(h));
 	ASSERT_EQ(0, unlink(lib_copy));
 
-	ASSERT_EQ(0, write_text(max_path, old));
+	ASSERT_EQ(0, write_text(BUDGET_USER_MAX, self->user_max));
 	snprintf(lib_copy, sizeof(lib_copy), "%s", users);
 	h = open_lib(_metadata, &f);
 	ASSERT_NE(NULL, h);
