@@ -529,16 +529,7 @@ impl<R: Reader> Section<R> {
         from: Option<&FreMark>,
         pc: u64,
     ) -> Result<Row, Error> {
-        if !fde.contains(pc) {
-            return Err(Error::NotCovered);
-        }
-        let mut ip_off =
-            u32::try_from(pc.saturating_sub(fde.func_start)).map_err(|_| Error::NotCovered)?;
-        if fde.pc_type == PcType::Mask {
-            ip_off = ip_off
-                .checked_rem(u32::from(fde.rep_size))
-                .ok_or(Error::ZeroRepSize)?;
-        }
+        let ip_off = fde.row_offset(pc)?;
         if from.is_some_and(|m| m.start > ip_off) {
             return Err(Error::FreMarkMismatch);
         }

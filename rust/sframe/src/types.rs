@@ -350,6 +350,24 @@ impl Fde {
     pub fn contains(&self, pc: u64) -> bool {
         pc >= self.func_start && pc < self.func_end()
     }
+
+    /// Where `pc` is in the function's rows: its offset from the function's
+    /// start, within the repetition block for a [`PcType::Mask`] FDE, as FRE
+    /// start offsets count. [`Error::NotCovered`] if `pc` is not in the
+    /// function.
+    pub fn row_offset(&self, pc: u64) -> Result<u32, Error> {
+        if !self.contains(pc) {
+            return Err(Error::NotCovered);
+        }
+        let off =
+            u32::try_from(pc.saturating_sub(self.func_start)).map_err(|_| Error::NotCovered)?;
+        match self.pc_type {
+            PcType::Mask => off
+                .checked_rem(u32::from(self.rep_size))
+                .ok_or(Error::ZeroRepSize),
+            PcType::Inc => Ok(off),
+        }
+    }
 }
 
 /// A frame row entry as stored: its start offset, info byte and data words.
@@ -893,16 +911,7 @@ impl PackedRow {
         fde: &Fde,
         pc: u64,
     ) -> Result<Option<Row>, Error> {
-        if !fde.contains(pc) {
-            return Err(Error::NotCovered);
-        }
-        let mut ip_off =
-            u32::try_from(pc.saturating_sub(fde.func_start)).map_err(|_| Error::NotCovered)?;
-        if fde.pc_type == PcType::Mask {
-            ip_off = ip_off
-                .checked_rem(u32::from(fde.rep_size))
-                .ok_or(Error::ZeroRepSize)?;
-        }
+        let ip_off = fde.row_offset(pc)?;
         let i = rows
             .partition_point(|r| r.start <= ip_off)
             .checked_sub(1)
