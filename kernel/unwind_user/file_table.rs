@@ -114,10 +114,7 @@ fn user_budget() -> u64 {
 fn charge_to(counter: &Atomic<u64>, n: usize, max: u64) -> Result {
     let mut cur = counter.load(Relaxed);
     loop {
-        let new = cur
-            .checked_add(n as u64)
-            .filter(|&t| t <= max)
-            .ok_or(ENOSPC)?;
+        let new = within(cur, n, max).ok_or(ENOSPC)?;
         match counter.cmpxchg(cur, new, Relaxed) {
             Ok(_) => return Ok(()),
             Err(now) => cur = now,
@@ -150,12 +147,13 @@ pub(crate) fn uncharge(n: usize, user: bool) {
 /// Would `n` more bytes of a file's table (of a file root does not own if
 /// `user`) fit the budget now?
 fn room_for(n: usize, user: bool) -> bool {
-    let fits = |c: &Atomic<u64>, max| {
-        c.load(Relaxed)
-            .checked_add(n as u64)
-            .is_some_and(|t| t <= max)
-    };
+    let fits = |c: &Atomic<u64>, max| within(c.load(Relaxed), n, max).is_some();
     fits(&TABLE_BYTES, budget()) && (!user || fits(&USER_BYTES, user_budget()))
+}
+
+/// `cur` bytes and `n` more, if that is at most `max`.
+fn within(cur: u64, n: usize, max: u64) -> Option<u64> {
+    cur.checked_add(n as u64).filter(|&t| t <= max)
 }
 /// Advanced on every change of [`FILES`]: a registry whose rule cache was
 /// filled before may have cached a newly attached file's PCs as no
@@ -635,10 +633,10 @@ fn user_tables_full() -> bool {
     NR_USER_TABLES.load(Relaxed) >= MAX_USER_TABLES
 }
 
-/// Counts `table` in (`added`) or out of [`NR_USER_TABLES`]; under the
-/// lock of [`FILES`].
-fn count_user(table: &FileTable, added: bool) {
-    match (table.user, added) {
+/// Counts a table (a user's file's if `user`) in (`added`) or out of
+/// [`NR_USER_TABLES`]; under the lock of [`FILES`].
+fn count_user(user: bool, added: bool) {
+    match (user, added) {
         (false, _) => {}
         (true, true) => NR_USER_TABLES.add(1, Relaxed),
         (true, false) => {
@@ -677,11 +675,10 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
                 if table.user && !cur.user && user_tables_full() {
                     return Err(ENOSPC);
                 }
+                let user = table.user;
                 let old = core::mem::replace(cur, table);
-                count_user(&old, false);
-                if let Some(new) = files.get(i) {
-                    count_user(new, true);
-                }
+                count_user(old.user, false);
+                count_user(user, true);
                 GEN.add(1, Relaxed);
                 return Ok(Some(old));
             }
@@ -693,9 +690,7 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
         if files.len() < files.capacity() {
             let user = table.user;
             files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
-            if user {
-                NR_USER_TABLES.add(1, Relaxed);
-            }
+            count_user(user, true);
             NR_TABLES.store(files.len() as u64, Relaxed);
             return Ok(None);
         }
@@ -725,7 +720,7 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
         return None;
     }
     let old = files.remove(i).ok()?;
-    count_user(&old, false);
+    count_user(old.user, false);
     NR_TABLES.store(files.len() as u64, Relaxed);
     GEN.add(1, Relaxed);
     Some(old)
@@ -769,7 +764,7 @@ pub(crate) unsafe fn evict(inode: *const bindings::inode) {
         };
         let old = files.remove(i).ok();
         if let Some(old) = &old {
-            count_user(old, false);
+            count_user(old.user, false);
         }
         NR_TABLES.store(files.len() as u64, Relaxed);
         // Nothing maps the file: no address space needs to know.
