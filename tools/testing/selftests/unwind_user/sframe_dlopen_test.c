@@ -277,9 +277,14 @@ TEST(dlopen_own_section)
 #define BUDGET_MAX "/proc/sys/kernel/unwind_user_file_bytes_max"
 #define BUDGET_USER_MAX "/proc/sys/kernel/unwind_user_file_bytes_user_max"
 
-/* The budget's sysctls as they were: put back however the test ends. */
+/*
+ * The budget's sysctls as they were, put back however the test ends; a new
+ * copy of the library (removed then too) and the tables before the test,
+ * this program's own attached by a walk.
+ */
 FIXTURE(budget) {
 	char max[32], user_max[32];
+	struct unwind_user_info t0;
 };
 
 static void read_text(const char *path, char *buf, size_t len)
@@ -296,6 +301,10 @@ FIXTURE_SETUP(budget)
 {
 	read_text(BUDGET_MAX, self->max, sizeof(self->max));
 	read_text(BUDGET_USER_MAX, self->user_max, sizeof(self->user_max));
+	ASSERT_EQ(0, sym_init());
+	ASSERT_EQ(0, copy_lib());
+	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
+	ASSERT_EQ(0, unwind_query(&self->t0));
 }
 
 FIXTURE_TEARDOWN(budget)
@@ -304,6 +313,7 @@ FIXTURE_TEARDOWN(budget)
 		write_text(BUDGET_MAX, self->max);
 	if (self->user_max[0])
 		write_text(BUDGET_USER_MAX, self->user_max);
+	unlink(lib_copy);
 }
 
 /*
@@ -321,10 +331,7 @@ TEST_F(budget, own_section_over_budget)
 
 	if (!self->max[0])
 		SKIP(return, "no %s", BUDGET_MAX);
-	ASSERT_EQ(0, sym_init());
-	ASSERT_EQ(0, copy_lib());
-	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
-	ASSERT_EQ(0, unwind_query(&t0));
+	t0 = self->t0;
 	/* No room for any table more. */
 	ASSERT_EQ(0, write_text(BUDGET_MAX, "1"));
 
@@ -366,10 +373,7 @@ TEST_F(budget, own_section_user_budget)
 
 	if (!self->user_max[0])
 		SKIP(return, "no %s", BUDGET_USER_MAX);
-	ASSERT_EQ(0, sym_init());
-	ASSERT_EQ(0, copy_lib());
-	ASSERT_EQ(0, sample_stacks(spin_for, &spin_seconds, 1000, &stacks));
-	ASSERT_EQ(0, unwind_query(&t0));
+	t0 = self->t0;
 	/* A copy owned by nobody, beside the one root owns. */
 	snprintf(users, sizeof(users), "%s", lib_copy);
 	ASSERT_EQ(0, chown(users, 65534, 65534));
