@@ -20,6 +20,7 @@
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
 use crate::rule_cache::{Cached, RuleCache};
+use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::{
     alloc::{
         flags::{__GFP_NOWARN, __GFP_RETRY_MAYFAIL, GFP_KERNEL_ACCOUNT},
@@ -220,48 +221,45 @@ impl Fdes {
             + self.section.as_ref().map_or(0, |s| s.len())
     }
 
-    /// The FDE whose function contains `off` (from the text start), its
-    /// index, and the last mark of its rows at or below `off`.
-    fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde, Option<sframe::FreMark>)> {
+    /// The FDE whose function contains `off` (from the text start), and its
+    /// index.
+    fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde)> {
         let i = self
             .packed
             .partition_point(|f| u64::from(f.start()) <= off)
             .checked_sub(1)?;
         let f = *self.packed.get(i)?;
-        if off >= f.end() {
-            return None;
-        }
-        let i = u32::try_from(i).ok()?;
-        // Below the function's end, so within 4 GiB of its start.
-        let ip_off = u32::try_from(off - u64::from(f.start())).ok()?;
-        let mark = self
-            .marks
+        (off < f.end()).then_some((u32::try_from(i).ok()?, f))
+    }
+
+    /// The last mark of the rows of function `i` (`f`) at or below `off`,
+    /// where a read of its rows may start.
+    fn mark(&self, i: u32, f: &sframe::PackedFde, off: u64) -> Option<sframe::FreMark> {
+        // In the function, so within 4 GiB of its start.
+        let ip_off = u32::try_from(off.checked_sub(u64::from(f.start()))?).ok()?;
+        self.marks
             .partition_point(|m| (m.fde, m.mark.start) <= (i, ip_off))
             .checked_sub(1)
             .and_then(|k| self.marks.get(k))
             .filter(|m| m.fde == i)
-            .map(|m| m.mark);
-        Some((i, f, mark))
+            .map(|m| m.mark)
     }
 
-    /// The row of `pc` in function `i` (`f`) of a text that starts at
-    /// `text_start`, as the rows kept decoded say.
-    fn known_row(&self, i: u32, f: &sframe::PackedFde, text_start: usize, pc: usize) -> KnownRow {
+    /// The row of a PC `off` bytes into the text, in function `i` (`f`),
+    /// as the rows kept decoded say.
+    fn known_row(&self, i: u32, f: &sframe::PackedFde, off: u64) -> KnownRow {
         let first = |k: usize| self.row_first.get(k).map(|&r| r as usize);
         let Some(lo) = first(i as usize) else {
             return KnownRow::Read;
         };
         let hi = first(i as usize + 1).unwrap_or(self.rows.len());
-        let (Some(rows), Ok(fde)) = (
-            self.rows.get(lo..hi),
-            f.unpack(self.header.version, text_start as u64, i),
-        ) else {
+        let Some(rows) = self.rows.get(lo..hi) else {
             return KnownRow::Read;
         };
-        match sframe::PackedRow::find(rows, &self.header, &fde, pc as u64) {
-            Ok(Some(row)) => KnownRow::Row(row),
+        match sframe::PackedRow::find(rows, f, off) {
+            Ok(row) if row.is_decoded() => KnownRow::Row(row),
             Err(sframe::Error::NotCovered) => KnownRow::Uncovered,
-            Ok(None) | Err(_) => KnownRow::Read,
+            Ok(_) | Err(_) => KnownRow::Read,
         }
     }
 }
@@ -271,7 +269,7 @@ impl Fdes {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum KnownRow {
     /// Its row, decoded when the section was validated.
-    Row(sframe::Row),
+    Row(sframe::PackedRow),
     /// No row describes the PC: it lies before its function's first row.
     Uncovered,
     /// To be read from the section: a registration's rows, or a row that
@@ -294,6 +292,20 @@ pub(crate) struct Found {
     pub(crate) mark: Option<sframe::FreMark>,
     /// The PC's row, if the table keeps it decoded.
     pub(crate) known: KnownRow,
+}
+
+impl Found {
+    /// The PC's row, if the lookup found it decoded.
+    pub(crate) fn known_row(&self) -> Option<sframe::Row> {
+        let KnownRow::Row(row) = self.known else {
+            return None;
+        };
+        let (i, f) = self.fde?;
+        let fde = f
+            .unpack(self.header.version, self.section.text_start as u64, i)
+            .ok()?;
+        row.unpack(&self.header, &fde)
+    }
 }
 
 /// What [`SframeMm::lookup`] found for a PC, in generation `gen` of the
@@ -617,8 +629,14 @@ impl SframeMm {
     }
 
     /// The generation word now.
+    #[inline(always)]
     pub(crate) fn gen(&self) -> u64 {
-        self.gen.load(Acquire)
+        // `smp_load_acquire()`, in line (every uncached step reads it three
+        // times): x86-64 orders a load before any later load or store, so
+        // a compiler barrier after `READ_ONCE()` is all an acquire needs.
+        let gen = crate::rule_cache::read_once(&self.gen);
+        compiler_fence(Ordering::Acquire);
+        gen
     }
 
     /// Starts a new generation, with `registered` in bit 0 (`None`: as it
@@ -676,16 +694,19 @@ impl SframeMm {
         let gen = self.gen();
         let found = self.table(&guard).and_then(|t| t.find(pc)).map(|(_, e)| {
             let off = pc.wrapping_sub(e.section.text_start) as u64;
-            let f = e.fdes.find(off);
+            let fde = e.fdes.find(off);
+            let known = fde.map_or(KnownRow::Read, |(i, f)| e.fdes.known_row(i, &f, off));
+            let mark = match known {
+                KnownRow::Read => fde.and_then(|(i, f)| e.fdes.mark(i, &f, off)),
+                KnownRow::Row(_) | KnownRow::Uncovered => None,
+            };
             Found {
                 section: e.section,
                 id: e.id,
                 header: e.fdes.header,
-                fde: f.map(|(i, fde, _)| (i, fde)),
-                mark: f.and_then(|(_, _, m)| m),
-                known: f.map_or(KnownRow::Read, |(i, fde, _)| {
-                    e.fdes.known_row(i, &fde, e.section.text_start, pc)
-                }),
+                fde,
+                mark,
+                known,
             }
         });
         Lookup { found, gen }

@@ -41,6 +41,28 @@ pub(crate) enum Cached {
     End,
 }
 
+/// Reads `a` as `READ_ONCE()` does, in line. [`Atomic::load`] calls an
+/// out-of-line C helper, `atomic64_read()`, and a probe of up to four of
+/// them is most of what a cached frame costs: each call makes the step save
+/// and restore the registers it lives in.
+#[inline(always)]
+pub(crate) fn read_once(a: &Atomic<u64>) -> u64 {
+    // SAFETY: `a.as_ptr()` is valid and aligned for a `u64` as long as `a`
+    // lives. The unwinder builds for x86-64 only, where an aligned 8-byte
+    // volatile load is one `mov`, atomic against writers that store whole
+    // words (`Atomic::store()`, `write_once()`): this is `READ_ONCE()`, as
+    // in `File::flags()`.
+    unsafe { a.as_ptr().read_volatile() }
+}
+
+/// Stores `v` in `a` as `WRITE_ONCE()` does, in line (see [`read_once`]).
+#[inline(always)]
+pub(crate) fn write_once(a: &Atomic<u64>, v: u64) {
+    // SAFETY: As in `read_once()`: an aligned 8-byte volatile store is one
+    // `mov` on x86-64, which readers on any CPU see whole or not at all.
+    unsafe { a.as_ptr().write_volatile(v) }
+}
+
 /// A cache from PC to frame rule, one per address space: return addresses
 /// repeat across samples, and a hit costs neither a search of the registry
 /// nor a read of a section, so that the steady state of a walk reads only
@@ -110,18 +132,10 @@ impl RuleCache {
         (pc ^ pc >> 7) & 0x7f
     }
 
-    /// Reads a slot as `READ_ONCE()` does, in line. [`Atomic::load`] calls
-    /// an out-of-line C helper, `atomic64_read()`, and a probe of up to four
-    /// of them is most of what a cached frame costs: each call makes the
-    /// step save and restore the registers it lives in.
+    /// Reads a slot, as [`read_once`] does.
     #[inline(always)]
     fn read(slot: &Atomic<u64>) -> u64 {
-        // SAFETY: `slot.as_ptr()` is valid and aligned for a `u64` as long
-        // as `slot` lives. The unwinder builds for x86-64 only, where an
-        // aligned 8-byte volatile load is one `mov`, atomic against the
-        // writers, which store whole words with `Atomic::store()`
-        // (`WRITE_ONCE()`): this is `READ_ONCE()`, as in `File::flags()`.
-        unsafe { slot.as_ptr().read_volatile() }
+        read_once(slot)
     }
 
     /// What `pc` (`adj`: a return address minus one) unwinds with, if it
@@ -184,8 +198,8 @@ impl RuleCache {
         let first = self.ways(pc).first()?;
         let mut carry = key | rule;
         for way in self.ways(pc) {
-            let old = way.load(Relaxed);
-            way.store(carry, Relaxed);
+            let old = read_once(way);
+            write_once(way, carry);
             if old ^ key < 1 << 16 {
                 break;
             }

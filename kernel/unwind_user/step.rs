@@ -73,6 +73,33 @@ fn rule(row: &Row) -> Option<Rule> {
     }))
 }
 
+/// The frame rule of a PC whose row the lookup found decoded, when the
+/// row has the rules nearly every row has: [`rule`]'s answer for it,
+/// without building the row. `None` for any other row, which [`rule`]
+/// gets in full.
+fn simple_frame(found: &Found) -> Option<bindings::unwind_user_frame> {
+    let KnownRow::Row(row) = found.known else {
+        return None;
+    };
+    let (_, fde) = found.fde?;
+    if fde.signal_frame(found.header.version) {
+        return None;
+    }
+    let s = row.simple()?;
+    let fp_off = match s.fp_off {
+        None => 0,
+        Some(0) => return None,
+        Some(off) => off,
+    };
+    Some(bindings::unwind_user_frame {
+        cfa_off: s.cfa_off,
+        ra_off: found.header.fixed_ra_offset()?,
+        fp_off,
+        use_fp: s.cfa_on_fp,
+        outermost: false,
+    })
+}
+
 /// Does the function of `row` keep a frame pointer at this point (CFA based
 /// on FP, the caller's FP saved)? Then the frame-pointer rule finds its
 /// caller even where the row itself cannot be expressed.
@@ -243,7 +270,11 @@ fn read_row(
         return Ok(None);
     };
     match found.known {
-        KnownRow::Row(row) => return Ok(Some(row)),
+        KnownRow::Row(_) => {
+            if let Some(row) = found.known_row() {
+                return Ok(Some(row));
+            }
+        }
         KnownRow::Uncovered => return Ok(None),
         KnownRow::Read => {}
     }
@@ -390,6 +421,25 @@ fn next_uncached(
     }
 }
 
+/// Hands `f`, a row's frame rule, to the generic step and caches it.
+fn frame_rule(
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+    f: bindings::unwind_user_frame,
+    remember: impl FnOnce(Cached),
+) -> Step {
+    bump(&mut state.sframe_frames);
+    if f.ra_off == -8 {
+        remember(Cached::Rule(CachedRule {
+            cfa_off: f.cfa_off,
+            fp_off: f.fp_off,
+            use_fp: f.use_fp,
+        }));
+    }
+    *frame = f;
+    Step::Frame
+}
+
 /// What [`next_uncached`] does, with `?`: the registry's and the section's
 /// answer for `pc`.
 fn lookup_step(
@@ -438,6 +488,10 @@ fn lookup_step(
     // as current as the walk.
     state.sframe_gen = lookup.gen;
     let remember = |c| mm.remember(pc, adj, lookup.gen, c);
+    // A file's table's usual row: the frame rule at once.
+    if let Some(f) = lookup.found.as_ref().and_then(simple_frame) {
+        return Ok(frame_rule(state, frame, f, remember));
+    }
     let mem = if state.nofault {
         UserMem::NoFault
     } else {
@@ -450,18 +504,7 @@ fn lookup_step(
         None => None,
     };
     match row.as_ref().filter(|r| !r.signal_frame).and_then(rule) {
-        Some(Rule::Frame(f)) => {
-            bump(&mut state.sframe_frames);
-            if f.ra_off == -8 {
-                remember(Cached::Rule(CachedRule {
-                    cfa_off: f.cfa_off,
-                    fp_off: f.fp_off,
-                    use_fp: f.use_fp,
-                }));
-            }
-            *frame = f;
-            Ok(Step::Frame)
-        }
+        Some(Rule::Frame(f)) => Ok(frame_rule(state, frame, f, remember)),
         Some(Rule::Outermost) => {
             bump(&mut state.sframe_frames);
             frame.outermost = true;
@@ -578,6 +621,36 @@ mod tests {
             deref: false,
         };
         assert!(rule(&row(r10, RegRule::CfaOffset(-8), RegRule::SameValue)).is_none());
+    }
+
+    #[test]
+    fn simple_rows_give_their_rule() -> Result {
+        use crate::registry::Section;
+        let s = Section {
+            text_start: 0x11000,
+            text_end: 0x11100,
+            sframe_start: 0x10000,
+            sframe_addr: 0x10000,
+            sframe_len: TEST_SECTION.len() as u32,
+            resident: true,
+        };
+        let mut bytes = KVVec::new();
+        bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
+        let fdes = crate::register::validate_resident(&s, bytes)?.shared()?;
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(s, fdes)?;
+        let tuple = |f: bindings::unwind_user_frame| (f.cfa_off, f.ra_off, f.fp_off, f.use_fp);
+        // Every row of the function is a usual one: the frame rule from
+        // the packed row is the one from the row.
+        for pc in 0x11000..0x11020 {
+            let found = mm.lookup(pc).found.ok_or(ENOENT)?;
+            let simple = simple_frame(&found).map(tuple);
+            let row = found.known_row().ok_or(ENOENT)?;
+            assert!(simple.is_some());
+            assert_eq!(simple, frame(&row));
+        }
+        Ok(())
     }
 
     #[test]

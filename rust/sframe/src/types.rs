@@ -188,6 +188,7 @@ impl Header {
     }
 
     /// The fixed RA offset from the CFA, if the header gives one.
+    #[inline]
     pub fn fixed_ra_offset(&self) -> Option<i32> {
         (self.cfa_fixed_ra_offset != 0).then_some(i32::from(self.cfa_fixed_ra_offset))
     }
@@ -298,11 +299,7 @@ impl Fde {
         [info, info2, rep_size]: [u8; 3],
     ) -> Result<Fde, Error> {
         let fre_type = FreType::from_raw(info & 0xf)?;
-        let pc_type = if info & 0x10 != 0 {
-            PcType::Mask
-        } else {
-            PcType::Inc
-        };
+        let pc_type = PcType::from_info(info);
         let fde_type = match info2 & 0x1f {
             0 => FdeType::Default,
             1 => FdeType::Flex,
@@ -321,7 +318,7 @@ impl Fde {
             pc_type,
             fde_type,
             rep_size,
-            signal_frame: version == Version::V3 && info & 0x80 != 0,
+            signal_frame: signal_frame(version, info),
             pauth_key_b: info & 0x20 != 0,
             info,
             info2,
@@ -361,9 +358,33 @@ impl Fde {
         }
         let off =
             u32::try_from(pc.saturating_sub(self.func_start)).map_err(|_| Error::NotCovered)?;
-        match self.pc_type {
+        self.pc_type.row_offset(off, self.rep_size)
+    }
+}
+
+/// Whether an FDE with info byte `info` in a section of `version` is a
+/// signal trampoline's.
+fn signal_frame(version: Version, info: u8) -> bool {
+    version == Version::V3 && info & 0x80 != 0
+}
+
+impl PcType {
+    /// The PC type an FDE's info byte says.
+    fn from_info(info: u8) -> PcType {
+        if info & 0x10 != 0 {
+            PcType::Mask
+        } else {
+            PcType::Inc
+        }
+    }
+
+    /// Where a PC `off` bytes into a function is among its rows, as FRE
+    /// start offsets count: within its repetition block of `rep_size`
+    /// bytes for a [`PcType::Mask`] FDE.
+    fn row_offset(self, off: u32, rep_size: u8) -> Result<u32, Error> {
+        match self {
             PcType::Mask => off
-                .checked_rem(u32::from(self.rep_size))
+                .checked_rem(u32::from(rep_size))
                 .ok_or(Error::ZeroRepSize),
             PcType::Inc => Ok(off),
         }
@@ -721,13 +742,35 @@ pub struct PackedFde {
 
 impl PackedFde {
     /// Start of the function, relative to the base it was packed with.
+    #[inline]
     pub fn start(&self) -> u32 {
         self.start
     }
 
     /// End of the function (exclusive), relative to the same base.
+    #[inline]
     pub fn end(&self) -> u64 {
         u64::from(self.start).saturating_add(u64::from(self.size))
+    }
+
+    /// Whether the function is a signal trampoline (see
+    /// [`Fde::signal_frame`]), in a section of `version`.
+    #[inline]
+    pub fn signal_frame(&self, version: Version) -> bool {
+        signal_frame(version, self.info[0])
+    }
+
+    /// [`Fde::row_offset`] for a PC `off` bytes above the base the FDE was
+    /// packed with: where it is among the function's rows.
+    #[inline]
+    pub fn row_offset(&self, off: u64) -> Result<u32, Error> {
+        let off = off
+            .checked_sub(u64::from(self.start))
+            .and_then(|off| u32::try_from(off).ok())
+            .filter(|&off| off < self.size)
+            .ok_or(Error::NotCovered)?;
+        let [info, _, rep_size] = self.info;
+        PcType::from_info(info).row_offset(off, rep_size)
     }
 
     /// The FDE again, as [`Section::fde`](crate::Section::fde) of a
@@ -847,11 +890,13 @@ impl PackedRow {
 
     /// Start offset of the FRE (within the function, or within the
     /// repetition block of a [`PcType::Mask`] FDE).
+    #[inline]
     pub fn start(&self) -> u32 {
         self.start
     }
 
     /// Whether the row is kept decoded, not only its start.
+    #[inline]
     pub fn is_decoded(&self) -> bool {
         self.flags & ROW_DECODED != 0
     }
@@ -900,23 +945,54 @@ impl PackedRow {
         })
     }
 
-    /// The row of `pc` among `rows`, the rows of `fde` packed in order
-    /// from a validated section with header `hdr`, by binary search:
-    /// `Ok(None)` if that row is not decoded (its FRE must be read),
-    /// [`Error::NotCovered`] if `pc` is not in the function or before its
-    /// first row, as [`Section::find_row`](crate::Section::find_row).
-    pub fn find(
-        rows: &[PackedRow],
-        hdr: &Header,
-        fde: &Fde,
-        pc: u64,
-    ) -> Result<Option<Row>, Error> {
-        let ip_off = fde.row_offset(pc)?;
+    /// The rules of a decoded row that is not the outermost and keeps the
+    /// return address at the header's fixed offset from the CFA: those of
+    /// nearly every row, taken without building the [`Row`]
+    /// ([`PackedRow::unpack`] gives any row in full).
+    #[inline]
+    pub fn simple(&self) -> Option<SimpleRule> {
+        let f = self.flags;
+        let other = ROW_RA_UNDEFINED | ROW_RA_SAME | ROW_OUTERMOST;
+        if f & ROW_DECODED == 0 || f & other != 0 {
+            return None;
+        }
+        Some(SimpleRule {
+            cfa_on_fp: f & ROW_CFA_FP != 0,
+            cfa_off: if f & ROW_CFA_WORDS != 0 {
+                i32::from(self.cfa_off).saturating_mul(8)
+            } else {
+                i32::from(self.cfa_off)
+            },
+            fp_off: (f & ROW_FP_SAVED != 0).then_some(i32::from(self.fp_off)),
+        })
+    }
+
+    /// The row of a PC `off` bytes above the base `fde` was packed with,
+    /// among `rows`, the function's rows packed in order, by binary
+    /// search; [`Error::NotCovered`] if the PC is not in the function or
+    /// lies before its first row, as in
+    /// [`Section::find_row`](crate::Section::find_row). The row may not be
+    /// decoded ([`PackedRow::is_decoded`]): its FRE must then be read.
+    #[inline]
+    pub fn find(rows: &[PackedRow], fde: &PackedFde, off: u64) -> Result<PackedRow, Error> {
+        let ip_off = fde.row_offset(off)?;
         let i = rows
             .partition_point(|r| r.start <= ip_off)
             .checked_sub(1)
             .ok_or(Error::NotCovered)?;
-        let row = rows.get(i).ok_or(Error::NotCovered)?;
-        Ok(row.unpack(hdr, fde))
+        rows.get(i).copied().ok_or(Error::NotCovered)
     }
+}
+
+/// The rules of a row as most code has them (see [`PackedRow::simple`]):
+/// the return address at the header's fixed offset from the CFA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimpleRule {
+    /// The CFA is FP + `cfa_off` (else SP + `cfa_off`).
+    pub cfa_on_fp: bool,
+    /// The CFA's offset from its base register.
+    pub cfa_off: i32,
+    /// Where the caller's FP is saved, from the CFA; `None`: not saved
+    /// (FP keeps its value).
+    pub fp_off: Option<i32>,
 }
