@@ -8,12 +8,18 @@
  * Samples land anywhere in it: in leaf's loop, in the levels' prologues and
  * epilogues. Every stack that starts in the chain must name exactly the
  * callers up to sample_stacks, and go on to main through the test harness.
+ * agent_fills_the_gaps: a comparator qsort() calls, through the C
+ * library's code, which the program's own section leaves out and the
+ * agent's section adds.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../kselftest_harness.h"
@@ -344,6 +350,153 @@ TEST_F(unwind, sample_time_nonresident_falls_back)
 
 	dropped_sec = &self->sec;
 	sample_time_check(_metadata, dontneed_then_chain, &n, 1);
+}
+
+/*
+ * qsort() calling back cmp_leaf(), which runs the chain's leaf: between
+ * them the C library's frames, which this static program's own section
+ * does not describe (libc.a was not assembled with --gsframe) and its
+ * .eh_frame does.
+ */
+static NOIPA int cmp_leaf(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+
+	sink += leaf(x);
+	return (x > y) - (x < y);
+}
+
+NOIPA void run_qsort(void *arg)
+{
+	unsigned long n = *(unsigned long *)arg, v[64], i, k;
+
+	for (k = 0; k < n; k++) {
+		for (i = 0; i < ARRAY_SIZE(v); i++)
+			v[i] = (i * 37 + k) % ARRAY_SIZE(v);
+		qsort(v, ARRAY_SIZE(v), sizeof(v[0]), cmp_leaf);
+	}
+}
+
+/*
+ * The stacks of @s sampled in cmp_leaf() (or leaf() under it): complete if
+ * the frames after cmp_leaf are named functions of the program (the C
+ * library's) up to run_qsort, then sample_stacks, and main after;
+ * wrong if they reach run_qsort otherwise.
+ */
+static void qsort_check(const struct stacks *s, struct tally *t, int verbose)
+{
+	static const char *const tail[] = { "run_qsort", "sample_stacks" };
+	unsigned int i, k;
+
+	for (i = 0; i < s->nr; i++) {
+		const struct ustack *st = &s->s[i];
+		const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
+		bool named = true;
+
+		if (!top || (strcmp(top, "leaf") && strcmp(top, "cmp_leaf")))
+			continue;
+		t->in_chain++;
+		k = strcmp(top, "leaf") ? 1 : 2;
+		if (k == 2 && !(st->nr > 1 && sym_name(st->ip[1]) &&
+				!strcmp(sym_name(st->ip[1]), "cmp_leaf"))) {
+			t->wrong++;
+			continue;
+		}
+		for (; k < st->nr; k++) {
+			const char *name = sym_name(st->ip[k]);
+
+			if (name && !strcmp(name, "run_qsort"))
+				break;
+			named &= name && strcmp(name, "cmp_leaf") && strcmp(name, "leaf");
+		}
+		if (k == st->nr)
+			continue;	/* ends before run_qsort */
+		if (named && stack_matches(st, tail, 2) == 1 && stack_has(st, "main")) {
+			t->complete++;
+		} else {
+			t->wrong++;
+			if (verbose-- > 0)
+				stack_print("wrong", st, 24);
+		}
+	}
+}
+
+/* run_qsort sampled (deferred) until 20 stacks are in it, at most 8 rounds. */
+static struct tally sample_qsort(int verbose, int *err)
+{
+	unsigned long n = 200;
+	struct tally t = {};
+	int round;
+
+	*err = 0;
+	for (round = 0; round < 8 && t.in_chain < 20; round++) {
+		*err = sample_stacks(run_qsort, &n, 4000, &stacks);
+		if (*err)
+			break;
+		qsort_check(&stacks, &t, verbose);
+	}
+	return t;
+}
+
+/*
+ * The agent fills the gaps of a file's own section: sframe-synth attach
+ * (next to this program, as the guest stages it) gives the kernel this
+ * program's own section with the functions of .eh_frame it leaves out
+ * added, the C library's. With the program's registration gone, its file's
+ * table (from its own section) leaves qsort()'s frames undescribed and the
+ * stacks end there; with the agent's table, attached by the first walk
+ * after that table's registration is dropped too, every stack goes through
+ * them to main. The file is detached again at the end.
+ */
+TEST_F_TIMEOUT(unwind, agent_fills_the_gaps, 120)
+{
+	char exe[PATH_MAX], cmd[2 * PATH_MAX + 32], line[PATH_MAX + 128];
+	struct tally before, after;
+	bool filled = false;
+	ssize_t len;
+	FILE *out;
+	int err, fd, rc;
+
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_GT(len, 0);
+	exe[len] = 0;
+	snprintf(cmd, sizeof(cmd), "%.*s/sframe-synth", (int)(strrchr(exe, '/') - exe), exe);
+	if (access(cmd, X_OK))
+		SKIP(return, "no sframe-synth next to this program");
+
+	ASSERT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER, self->sec.text_start, 0, 0));
+	before = sample_qsort(0, &err);
+	ASSERT_EQ(0, err);
+	printf("# the file's own section: %d/%d complete, %d wrong\n",
+	       before.complete, before.in_chain, before.wrong);
+
+	snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " attach %s", exe);
+	out = popen(cmd, "r");
+	ASSERT_NE(NULL, out);
+	while (fgets(line, sizeof(line), out)) {
+		printf("# %s", line);
+		filled |= !strncmp(line, "attached ", 9) && strstr(line, "(own .sframe + ");
+	}
+	rc = pclose(out);
+	/* The table attached to this address space goes: the agent's comes. */
+	unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER, self->sec.text_start, 0, 0);
+	after = sample_qsort(3, &err);
+	printf("# the agent's section: %d/%d complete, %d wrong\n",
+	       after.complete, after.in_chain, after.wrong);
+
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, unwind_prctl(UNWIND_USER_FILE_DETACH, fd, 0, 0));
+	close(fd);
+
+	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
+	ASSERT_TRUE(filled) TH_LOG("the agent did not fill the gaps of %s", exe);
+	ASSERT_EQ(0, err);
+	ASSERT_GE(before.in_chain, 20);
+	EXPECT_LT(before.complete * 2, before.in_chain);
+	ASSERT_GE(after.in_chain, 20);
+	EXPECT_EQ(0, after.wrong);
+	EXPECT_EQ(after.in_chain, after.complete);
 }
 
 TEST_HARNESS_MAIN

@@ -3,7 +3,9 @@
 //! `sframe-synth attach`: give the kernel an SFrame section for each
 //! object's file (`UNWIND_USER_FILE_ATTACH`), which every process that maps
 //! the file gets, those already running included: the object's own section
-//! if it has one, else one synthesized from its `.eh_frame`.
+//! if it has one (with the functions of its `.eh_frame` it leaves out
+//! added, if any: [`sframe_synth::gaps`]), else one synthesized from its
+//! `.eh_frame`.
 
 mod sys;
 
@@ -16,7 +18,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use sframe_synth::{check_section, elf, synthesize};
+use sframe_synth::{check_section, elf, gaps, synthesize};
 
 /// Options of `attach` (and of `detach`, which has no others).
 pub struct Options {
@@ -137,8 +139,8 @@ fn hint(errno: i32) -> Option<&'static str> {
 enum Outcome {
     /// Attached, or with `--dry-run` ready to be.
     Attached {
-        /// The object's own section (else synthesized).
-        own: bool,
+        /// Where the section came from.
+        kind: String,
         bytes: usize,
         /// Coverage lines for `--report`.
         report: String,
@@ -164,8 +166,45 @@ struct Prepared {
     section: Vec<u8>,
     /// What its addresses are relative to: `sframe_addr`.
     addr: u64,
-    own: bool,
+    /// Where it came from, for the line printed.
+    kind: String,
     report: String,
+}
+
+/// The object's own section (`own` at link-time address `addr`) with the
+/// functions of its `.eh_frame` that the section leaves out, checked as the
+/// kernel will check it; `None` if there are none, or if the section is
+/// best used as it is.
+fn filled(
+    path: &Path,
+    data: &[u8],
+    own: &[u8],
+    addr: u64,
+    text: (u64, u64),
+) -> Option<gaps::Filled> {
+    let syn = elf::read_elf(data)
+        .ok()
+        .and_then(|obj| synthesize(&obj).ok())?;
+    let f = match gaps::fill_gaps(own, addr, &syn.functions) {
+        Ok(f) => f?,
+        Err(e) => {
+            eprintln!(
+                "sframe-synth: {}: filling the gaps of its own SFrame section: {e}",
+                path.display()
+            );
+            return None;
+        }
+    };
+    match check_section(&f.section, 0, text) {
+        Ok(_) => Some(f),
+        Err(e) => {
+            eprintln!(
+                "sframe-synth: {}: its own SFrame section with its gaps filled is refused ({e}): a bug of sframe-synth",
+                path.display()
+            );
+            None
+        }
+    }
 }
 
 /// Choose and check the section for the object in `data`; `Err` says why
@@ -185,18 +224,30 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
     if let Some(own) = obj.sframe {
         match check_section(own.data, own.addr, text) {
             Ok(h) => {
-                return Ok(Prepared {
-                    section: own.data.to_vec(),
-                    addr: own.addr,
-                    own: true,
-                    report: format!(
-                        "  own SFrame V{} section at {:#x}: {} functions, {} FREs\n",
-                        h.version.number(),
-                        own.addr,
-                        h.num_fdes,
-                        h.num_fres
-                    ),
-                })
+                let report = format!(
+                    "  own SFrame V{} section at {:#x}: {} functions, {} FREs\n",
+                    h.version.number(),
+                    own.addr,
+                    h.num_fdes,
+                    h.num_fres
+                );
+                return Ok(match filled(path, data, own.data, own.addr, text) {
+                    Some(f) => Prepared {
+                        kind: format!("own .sframe + {} functions from .eh_frame", f.added),
+                        report: format!(
+                            "{report}  from .eh_frame, where it has no function: {} functions, {} bytes of code\n",
+                            f.added, f.added_bytes
+                        ),
+                        section: f.section,
+                        addr: 0,
+                    },
+                    None => Prepared {
+                        section: own.data.to_vec(),
+                        addr: own.addr,
+                        kind: "own .sframe".into(),
+                        report,
+                    },
+                });
             }
             // The kernel would refuse it: .eh_frame may still do.
             Err(e) => eprintln!(
@@ -216,7 +267,7 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
     Ok(Prepared {
         section: syn.section,
         addr: 0,
-        own: false,
+        kind: "synthesized".into(),
         report: syn.stats.to_string(),
     })
 }
@@ -268,7 +319,7 @@ fn attach_one(path: &Path, o: &Options, seen: &mut BTreeMap<(u64, u64), PathBuf>
         Err(reason) => return skip(path, &reason),
     };
     let done = Outcome::Attached {
-        own: p.own,
+        kind: p.kind,
         bytes: p.section.len(),
         report: p.report,
     };
@@ -402,9 +453,12 @@ pub fn run(o: &Options) -> ExitCode {
     let (mut attached, mut skipped, mut failed, mut not_tried) = (0usize, 0usize, 0usize, 0usize);
     for (i, path) in objects.iter().enumerate() {
         match attach_one(path, o, &mut seen) {
-            Outcome::Attached { own, bytes, report } => {
+            Outcome::Attached {
+                kind,
+                bytes,
+                report,
+            } => {
                 attached += 1;
-                let kind = if own { "own .sframe" } else { "synthesized" };
                 println!("{label} {} ({kind}, {bytes} bytes)", path.display());
                 if o.report {
                     print!("{report}");

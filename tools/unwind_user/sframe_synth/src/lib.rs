@@ -33,6 +33,7 @@
 pub mod cfi;
 pub mod elf;
 pub mod encode;
+pub mod gaps;
 
 use std::fmt;
 

@@ -65,15 +65,19 @@ which every process that maps the file gets, those already running
 included: prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH), which needs
 CAP_PERFMON or CAP_SYS_ADMIN. The section is the object's own (.sframe,
 PT_GNU_SFRAME; sframe_addr = its link-time address) if the kernel can take
-it, else one synthesized from .eh_frame as above (sframe_addr = 0).
+it, with the functions of .eh_frame it leaves out added if there are any
+(a static program built with --gsframe whose C library was not:
+sframe_addr = 0), else one synthesized from .eh_frame as above
+(sframe_addr = 0).
 
   --running    every file a process maps executable (/proc/*/maps),
                not OBJECTs
   --dry-run    do everything but the system call
   --report     print each section's coverage (indented lines)
 
-One line per object on stdout: 'attached PATH (synthesized, N bytes)' or
-'(own .sframe, N bytes)' ('would attach' with --dry-run), 'skipped
+One line per object on stdout: 'attached PATH (synthesized, N bytes)',
+'(own .sframe, N bytes)' or '(own .sframe + K functions from .eh_frame,
+N bytes)' ('would attach' with --dry-run), 'skipped
 PATH' (not an x86_64 ELF executable or shared object with one executable
 PT_LOAD, no .eh_frame, nothing encodable: the reason on stderr), 'failed
 PATH: ERROR (ENAME); WHY'; then 'attach: N attached, M skipped, K

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An object's own SFrame section with its gaps filled from `.eh_frame`.
+//!
+//! A program built with `--gsframe` and linked statically carries the
+//! SFrame of its own code only: the C library's objects were assembled
+//! without it, so a stack through `qsort()` or `printf()` ends there (or
+//! gets a caller the frame-pointer rule invents). Its `.eh_frame` has
+//! those functions. [`fill_gaps`] keeps every function of the object's own
+//! section as it is and adds the synthesized ones that lie where none of
+//! them does, in one section the agent attaches in place of the file's own.
+
+use sframe::{Base, Fde, FreMark, PcType, RegRule, Row, Section, Stopped, Visitor};
+
+use crate::encode::{self, CfaBase, Fre, Function, Rule};
+use crate::Error;
+
+/// What [`fill_gaps`] made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filled {
+    /// The section, encoded as if located at address 0 (as
+    /// [`synthesize`](crate::synthesize)'s).
+    pub section: Vec<u8>,
+    /// Functions of the object's own section.
+    pub own: usize,
+    /// Functions added from `.eh_frame`.
+    pub added: usize,
+    /// Bytes of code the added functions cover.
+    pub added_bytes: u64,
+}
+
+/// The encoder's rule for a row of an AMD64 section, if it has one: the
+/// CFA on SP or FP, the return address at CFA - 8 or undefined, FP saved
+/// at an offset from the CFA or not saved.
+fn rule_of(row: &Row) -> Option<Rule> {
+    if row.outermost || row.ra == RegRule::Undefined {
+        return Some(Rule::Outermost);
+    }
+    if row.cfa.deref || row.ra_mangled || row.ra != RegRule::CfaOffset(-8) {
+        return None;
+    }
+    let cfa_base = match row.cfa.base {
+        Base::Sp => CfaBase::Sp,
+        Base::Fp => CfaBase::Fp,
+        Base::Reg(_) => return None,
+    };
+    let fp_offset = match row.fp {
+        RegRule::SameValue => None,
+        RegRule::CfaOffset(off) => Some(off),
+        _ => return None,
+    };
+    Some(Rule::Frame {
+        cfa_base,
+        cfa_offset: row.cfa.offset,
+        fp_offset,
+    })
+}
+
+/// Collects a section's functions and rows in the encoder's terms; stops
+/// at the first row it cannot say.
+#[derive(Default)]
+struct Collect(Vec<Function>);
+
+impl Visitor for Collect {
+    type Error = ();
+
+    fn fde(&mut self, _index: u32, fde: &Fde) -> Result<(), ()> {
+        self.0.push(Function {
+            start: fde.func_start,
+            size: fde.func_size,
+            signal_frame: fde.signal_frame,
+            rep_size: match fde.pc_type {
+                PcType::Mask => Some(fde.rep_size),
+                PcType::Inc => None,
+            },
+            fres: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn mark(&mut self, _fde: u32, _mark: FreMark) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn row(&mut self, _fde: u32, start: u32, row: &Row) -> Result<(), ()> {
+        let rule = rule_of(row).ok_or(())?;
+        self.0.last_mut().ok_or(())?.fres.push(Fre { start, rule });
+        Ok(())
+    }
+}
+
+/// The functions of `own`, an object's SFrame section at link-time address
+/// `addr`, and those of `synthesized` (sorted, not overlapping, as
+/// [`synthesize`](crate::synthesize) keeps them) that overlap none of
+/// them, encoded as one section. `Ok(None)` if there is nothing to add, or
+/// if `own` is not valid or has a row the encoder cannot write (the
+/// section is then best used as it is).
+pub fn fill_gaps(own: &[u8], addr: u64, synthesized: &[Function]) -> Result<Option<Filled>, Error> {
+    let Ok(len) = u32::try_from(own.len()) else {
+        return Ok(None);
+    };
+    let Ok(mut sec) = Section::new(own, len, addr) else {
+        return Ok(None);
+    };
+    let mut collect = Collect::default();
+    match sec.validate_with(&mut collect) {
+        Ok(()) => {}
+        Err(Stopped::Invalid(_) | Stopped::Visitor(())) => return Ok(None),
+    }
+    // A function without rows describes none of its code: .eh_frame may.
+    let mut functions: Vec<Function> = collect
+        .0
+        .into_iter()
+        .filter(|f| !f.fres.is_empty())
+        .collect();
+    functions.sort_by_key(|f| f.start);
+    let own_count = functions.len();
+    let end = |f: &Function| f.start.saturating_add(u64::from(f.size));
+    let mut added = Vec::new();
+    for f in synthesized {
+        // The last own function starting before `f` ends must end before
+        // `f` starts.
+        let i = functions.partition_point(|o| o.start < end(f));
+        let overlaps = i
+            .checked_sub(1)
+            .and_then(|i| functions.get(i))
+            .is_some_and(|o| end(o) > f.start);
+        if !overlaps {
+            added.push(f.clone());
+        }
+    }
+    if added.is_empty() {
+        return Ok(None);
+    }
+    let added_bytes = added
+        .iter()
+        .fold(0u64, |n, f| n.saturating_add(u64::from(f.size)));
+    let added_count = added.len();
+    functions.extend(added);
+    functions.sort_by_key(|f| f.start);
+    Ok(Some(Filled {
+        section: encode::encode(&functions)?,
+        own: own_count,
+        added: added_count,
+        added_bytes,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn function(start: u64, size: u32, cfa_offset: i32) -> Function {
+        Function {
+            start,
+            size,
+            signal_frame: false,
+            rep_size: None,
+            fres: vec![
+                Fre {
+                    start: 0,
+                    rule: Rule::Frame {
+                        cfa_base: CfaBase::Sp,
+                        cfa_offset: 8,
+                        fp_offset: None,
+                    },
+                },
+                Fre {
+                    start: 1,
+                    rule: Rule::Frame {
+                        cfa_base: CfaBase::Sp,
+                        cfa_offset,
+                        fp_offset: Some(-16),
+                    },
+                },
+            ],
+        }
+    }
+
+    fn cfa_at(section: &[u8], pc: u64) -> Result<i32, sframe::Error> {
+        let mut sec = Section::new(section, section.len() as u32, 0)?;
+        sec.find(pc).map(|r| r.cfa.offset)
+    }
+
+    #[test]
+    fn gaps_are_filled_and_own_functions_kept() {
+        // The object's own section: two functions, with CFA offset 16 at
+        // their second byte.
+        let own =
+            encode::encode(&[function(0x1000, 0x20, 16), function(0x1040, 0x20, 16)]).unwrap();
+        // .eh_frame: a function overlapping each, one in the gap between
+        // them, one after, all with CFA offset 32 there.
+        let syn = [
+            function(0x1000, 0x20, 32),
+            function(0x1020, 0x20, 32),
+            function(0x1050, 0x20, 32),
+            function(0x1080, 0x10, 32),
+        ];
+        let filled = fill_gaps(&own, 0, &syn).unwrap().unwrap();
+        assert_eq!((filled.own, filled.added, filled.added_bytes), (2, 2, 0x30));
+        let s = &filled.section;
+        // The own functions' rows, not .eh_frame's.
+        assert_eq!(cfa_at(s, 0x1001), Ok(16));
+        assert_eq!(cfa_at(s, 0x1041), Ok(16));
+        // The gaps' functions from .eh_frame.
+        assert_eq!(cfa_at(s, 0x1021), Ok(32));
+        assert_eq!(cfa_at(s, 0x1081), Ok(32));
+        // Where neither describes code.
+        assert_eq!(cfa_at(s, 0x1060), Err(sframe::Error::NotCovered));
+        // Nothing to add: the own section as it is.
+        assert_eq!(fill_gaps(&own, 0, &syn[..1]), Ok(None));
+        // Not a section: nothing made.
+        assert_eq!(fill_gaps(&own[..10], 0, &syn), Ok(None));
+    }
+
+    #[test]
+    fn rows_the_encoder_cannot_write_leave_the_section_as_it_is() {
+        let row = |base, ra| Row {
+            cfa: sframe::CfaRule {
+                base,
+                offset: 16,
+                deref: false,
+            },
+            ra,
+            fp: RegRule::SameValue,
+            signal_frame: false,
+            outermost: false,
+            ra_mangled: false,
+            func_start: 0,
+            func_size: 1,
+            fre_start: 0,
+        };
+        assert!(rule_of(&row(Base::Sp, RegRule::CfaOffset(-8))).is_some());
+        assert_eq!(rule_of(&row(Base::Reg(10), RegRule::CfaOffset(-8))), None);
+        assert_eq!(rule_of(&row(Base::Sp, RegRule::CfaOffset(-16))), None);
+        assert_eq!(
+            rule_of(&row(Base::Sp, RegRule::Undefined)),
+            Some(Rule::Outermost)
+        );
+    }
+}
