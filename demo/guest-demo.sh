@@ -34,6 +34,13 @@ NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
 # ld.so's sections synthesized from .eh_frame.
 modes="fp sframe nmi dwarf"
 [ -f $D/unwind_user_audit.so ] && modes="$modes audit auditnmi"
+# The per-file row: the same deferred unwind of the whole machine (perf
+# record -a), with no LD_AUDIT and no prctl (the library's own
+# registration off): sframe-synth attach gives the kernel the tables of
+# the files imgdemo maps (its own .sframe for imgdemo and libfilter.so,
+# sections synthesized from .eh_frame for libc and ld.so) before it
+# starts, and detaches them after.
+[ -x $D/sframe-synth ] && modes="$modes file"
 # The interpreter rows: Debian's lua5.4 running interp.lua (its libraries
 # registered by the LD_AUDIT module in both), without and with the module
 # that answers user-assisted unwinding requests with the Lua functions.
@@ -61,6 +68,7 @@ for m in $modes; do
 	dwarf)	cg=dwarf ;;
 	audit)	cg=fp,defer; echo N >$NMI_SFRAME; pre=$audit ;;
 	auditnmi) cg=fp; echo Y >$NMI_SFRAME; pre=$audit ;;
+	file)	cg=fp,defer; echo N >$NMI_SFRAME; pre="env LIBFILTER_NO_REGISTER=1" ;;
 	luaplain) cg=fp,defer; echo N >$NMI_SFRAME; pre=$audit
 		cmd="$D/lua5.4 $D/interp.lua $secs" ;;
 	lua)	cg=fp,defer; echo N >$NMI_SFRAME; pre="$audit LUA_CPATH=$D/unwind_assist.so UNWIND_ASSIST_DEBUG=1"
@@ -111,14 +119,27 @@ for m in $modes; do
 			tr -d '\000-\010\016-\037\177-\377'
 		continue
 	fi
+	# The per-file row records the whole machine and keeps imgdemo's
+	# samples.
+	all= comms=
+	if [ $m = file ]; then
+		all=-a comms="--comms imgdemo"
+		file_objs="$D/imgdemo $D/libfilter.so /lib/x86_64-linux-gnu/libc.so.6"
+		file_objs="$file_objs /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+		# shellcheck disable=SC2086
+		$D/sframe-synth attach $file_objs 2>&1 | sed "s/^/# $m: /"
+	fi
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
-	$pre perf record -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
+	$pre perf record $all -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \
 		-- $cmd >$m.out 2>$m.err
 	rc=$?
 	t1=$(date +%s)
+	# shellcheck disable=SC2086
+	[ $m = file ] && $D/sframe-synth detach $file_objs 2>&1 | tail -1 | sed "s/^/# $m: /"
 	# --no-inline: the guest has no addr2line, and perf script dies of
 	# SIGPIPE when it tries to use one.
-	perf script --no-inline --show-lost-events -i $m.data -F comm,tid,time,event,ip,sym,dso \
+	# shellcheck disable=SC2086
+	perf script $comms --no-inline --show-lost-events -i $m.data -F comm,tid,time,event,ip,sym,dso \
 		>$m.txt 2>$m.script-err
 	src=$?
 	t2=$(date +%s)

@@ -141,12 +141,16 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 /*
  * Register our .sframe with the kernel's unwinder.  Harmless elsewhere: an
  * older kernel fails the prctl with EINVAL and stacks through this library
- * are then left to frame pointers.
+ * are then left to frame pointers.  LIBFILTER_NO_REGISTER: not registered,
+ * for a kernel that describes the library by its file's table (make demo's
+ * per-file row).
  */
 __attribute__((constructor)) static void register_sframe(void)
 {
 	struct unwind_user_sframe sec;
 
+	if (getenv("LIBFILTER_NO_REGISTER"))
+		return;
 	memset(&sec, 0, sizeof(sec));
 	if (dl_iterate_phdr(find_self, &sec) != 1)
 		return;

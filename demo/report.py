@@ -23,7 +23,8 @@ MODES = [('fp', 'fp (IRQ-time walker)', '--call-graph fp'),
          ('nmi', 'SFrame (sample time)', '--call-graph fp'),
          ('dwarf', 'DWARF (perf copy)', '--call-graph dwarf'),
          ('audit', 'SFrame + LD_AUDIT', '--call-graph fp,defer'),
-         ('auditnmi', 'LD_AUDIT (sample time)', '--call-graph fp')]
+         ('auditnmi', 'LD_AUDIT (sample time)', '--call-graph fp'),
+         ('file', 'SFrame, agent, -a', '--call-graph fp,defer')]
 
 # The interpreter rows: Debian's lua5.4 running demo/interp.lua, without and
 # with tools/unwind_user/lua's module (user-assisted unwinding).
@@ -403,8 +404,10 @@ def main():
     for n in notes:
         print(n)
     rows, res = [], {}
-    # The audit rows only if the guest had the LD_AUDIT module to run them.
-    want = [m for m, _, _ in MODES if not m.startswith('audit') or m in runs]
+    # The audit rows only if the guest had the LD_AUDIT module to run them,
+    # the per-file row if it had sframe-synth.
+    want = [m for m, _, _ in MODES
+            if not (m.startswith('audit') or m == 'file') or m in runs]
     for mode, label, opt in MODES:
         if mode not in want:
             continue
@@ -503,6 +506,9 @@ def main():
           '(plain --call-graph fp, same registration) dwarf=%s' % (
               g('auditnmi', 'main', '%.1f%%'), g('auditnmi', 'bps', '%.0f'),
               g('dwarf', 'main', '%.1f%%')))
+    print('demo: per_file complete_stacks=%s bytes_per_sample=%s (perf record -a --call-graph '
+          'fp,defer, imgdemo\'s samples; the tables of its files attached by sframe-synth attach, '
+          'no LD_AUDIT, no prctl)' % (g('file', 'main', '%.1f%%'), g('file', 'bps', '%.0f')))
     print('demo: interpreter lua_right=%s lua_callee_below=%s lua_named=%s in_handler=%s '
           'without_module_named=%s '
           'bytes_per_sample=%s (lua5.4 -l unwind_assist, --call-graph fp,defer)' % (

@@ -233,7 +233,11 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
                 );
                 return Ok(match filled(path, data, own.data, own.addr, text) {
                     Some(f) => Prepared {
-                        kind: format!("own .sframe + {} functions from .eh_frame", f.added),
+                        kind: format!(
+                            "own .sframe + {} function{} from .eh_frame",
+                            f.added,
+                            if f.added == 1 { "" } else { "s" }
+                        ),
                         report: format!(
                             "{report}  from .eh_frame, where it has no function: {} functions, {} bytes of code\n",
                             f.added, f.added_bytes
