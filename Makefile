@@ -117,7 +117,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug producers bisect-check kernel-vng vng \
-	vng-deps kselftest-vng oracle system corpus kernel-kasan check-kasan
+	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan
 
 deps:
 	@harness/install-deps.sh
@@ -314,6 +314,17 @@ system: kernel perf
 	@harness/install-deps.sh oracle >/dev/null
 	@GUEST_ICOUNT=$(SYSTEM_ICOUNT) demo/run-system.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(SYSTEM_OUT) $(BOOT_TIMEOUT)
+
+# What a table attached to every object costs a program's start: make
+# system without its "before" recording, on the production kernel, the
+# guest's clock counting instructions: curl's start-up (30 starts a
+# measurement) with and without its objects' tables, and the recording
+# after the agent, checked as make system checks it.
+startup: kernel-prod perf
+	@harness/install-deps.sh oracle >/dev/null
+	@GUEST_ICOUNT=$(BENCH_ICOUNT) SYSTEM_BEFORE=0 SYSTEM_STARTUP_RUNS=30 \
+		demo/run-system.sh $(OUT_PROD)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
+		$(KBUILD_DIR)/startup $(BOOT_TIMEOUT)
 
 # SFrame against frame pointers and DWARF, one boot of the production
 # kernel; its own initramfs and outputs, results.md in $(KBUILD_DIR)/bench.

@@ -3,7 +3,7 @@
 #
 # Guest side of `make demo` (installed as /selftests/guest-demo.sh, run by
 # /init in experiment mode with its output on ttyS1).  Profiles the workload
-# six ways with the real perf tool and prints, for each, a summary line and
+# seven ways with the real perf tool and prints, for each, a summary line and
 # perf script's output (gzip + base64, harness/guest-lib.sh's guest_block)
 # between markers for the host to split:
 #

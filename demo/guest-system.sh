@@ -41,6 +41,7 @@ SYSTEM_SECONDS=8
 # and curl's start-up.
 SYSTEM_BEFORE=1
 SYSTEM_STARTUP=1
+SYSTEM_STARTUP_RUNS=10
 [ -f $D/system.env ] && . $D/system.env
 
 echo "### system-start $(uname -r) $(perf version 2>&1)"
@@ -161,7 +162,7 @@ wait $loop $loop2
 # attaches them), on a machine left idle: curl (33 objects) started N
 # times with none of its objects attached, then with all of them; three
 # rounds.
-N=10
+N=$SYSTEM_STARTUP_RUNS
 now_cs() {
 	read -r up _ </proc/uptime
 	echo "${up%.*}${up#*.}"

@@ -14,7 +14,7 @@
 # Environment: SYSTEM_FREQ (perf record -F, 100), SYSTEM_SECONDS (each
 # recording's length, 8); SYSTEM_BEFORE=0 skips the recording before the
 # agent, SYSTEM_STARTUP=0 curl's start-up (figures only: make check
-# skips both).
+# skips both), SYSTEM_STARTUP_RUNS curl's starts timed together (10).
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -36,8 +36,9 @@ cp "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" "$G/"
 printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" >"$G/extra-libs"
 # What curl maps: the objects whose tables make system-startup's difference.
 ldd /usr/bin/curl | grep -o '/[^ ]*' | grep -v ':$' | sort -u >"$G/curl-objects"
-printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\nSYSTEM_BEFORE=%s\nSYSTEM_STARTUP=%s\n" \
-	"${SYSTEM_FREQ:-100}" "${SYSTEM_SECONDS:-8}" "${SYSTEM_BEFORE:-1}" "${SYSTEM_STARTUP:-1}" >"$G/system.env"
+printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\nSYSTEM_BEFORE=%s\nSYSTEM_STARTUP=%s\nSYSTEM_STARTUP_RUNS=%s\n" \
+	"${SYSTEM_FREQ:-100}" "${SYSTEM_SECONDS:-8}" "${SYSTEM_BEFORE:-1}" "${SYSTEM_STARTUP:-1}" \
+	"${SYSTEM_STARTUP_RUNS:-10}" >"$G/system.env"
 
 experiment_boot "$BZ" "$TIMEOUT"
 experiment_report run_py demo.system "$OUT/run/results.log" "$OUT"
