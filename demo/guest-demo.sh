@@ -37,9 +37,9 @@ modes="fp sframe nmi dwarf"
 # The per-file row: the same deferred unwind of the whole machine (perf
 # record -a), with no LD_AUDIT and no prctl (the library's own
 # registration off): sframe-synth attach gives the kernel the tables of
-# the files imgdemo maps (its own .sframe for imgdemo and libfilter.so,
-# sections synthesized from .eh_frame for libc and ld.so) before it
-# starts, and detaches them after.
+# the files imgdemo maps (imgdemo's and libfilter.so's own sections with
+# their start files' functions added from .eh_frame, sections synthesized
+# from it for libc and ld.so) before it starts, and detaches them after.
 [ -x $D/sframe-synth ] && modes="$modes file"
 # The interpreter rows: Debian's lua5.4 running interp.lua (its libraries
 # registered by the LD_AUDIT module in both), without and with the module
@@ -84,6 +84,16 @@ for m in $modes; do
 		cmd="timeout -s KILL $((PYTORTURE_SECONDS * 4)) /usr/bin/python3.11 -S -m unwind_assist"
 		cmd="$cmd $D/pytorture.py $PYTORTURE_SECONDS" ;;
 	esac
+	# The per-file row records the whole machine and keeps imgdemo's
+	# samples; its tables are attached before the clock starts.
+	all= comms=
+	if [ $m = file ]; then
+		all=-a comms="--comms imgdemo"
+		file_objs="$D/imgdemo $D/libfilter.so /lib/x86_64-linux-gnu/libc.so.6"
+		file_objs="$file_objs /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+		# shellcheck disable=SC2086
+		$D/sframe-synth attach $file_objs 2>&1 | sed "s/^/# $m: /"
+	fi
 	t0=$(date +%s)
 	if [ $m = pycost ]; then
 		# What the answers cost: PYCOST_ROUNDS rounds of pywork.py's work
@@ -118,16 +128,6 @@ for m in $modes; do
 		sed "s/^/# $m: /" $m.err | grep -v 'libbpf support\|schedstat' | head -40 |
 			tr -d '\000-\010\016-\037\177-\377'
 		continue
-	fi
-	# The per-file row records the whole machine and keeps imgdemo's
-	# samples.
-	all= comms=
-	if [ $m = file ]; then
-		all=-a comms="--comms imgdemo"
-		file_objs="$D/imgdemo $D/libfilter.so /lib/x86_64-linux-gnu/libc.so.6"
-		file_objs="$file_objs /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
-		# shellcheck disable=SC2086
-		$D/sframe-synth attach $file_objs 2>&1 | sed "s/^/# $m: /"
 	fi
 	# cpu-clock: there is no hardware PMU under TCG.  -N: no build-id cache.
 	$pre perf record $all -e cpu-clock:u -F "$DEMO_FREQ" --call-graph $cg -N -o $m.data \

@@ -442,7 +442,7 @@ def main():
     print('exact: of samples whose leaf is a workload function, share with every caller right up to main;')
     print('hot chain: share of samples with convolve_pixel>filter_row>filter_pass>filter_image>'
           'apply_filters>process_image>run_jobs>main in order;')
-    print('bytes/sample: perf.data size / samples (headers included);')
+    print('bytes/sample: perf.data size / samples (headers included; -a: the whole machine\'s data);')
     print('lost: samples perf record could not keep up with (PERF_RECORD_LOST);')
     print('images: work the workload got done in its fixed guest time under profiling.')
     lua_rows = [m for m, _, _ in LUA_MODES if m in runs]
@@ -507,8 +507,9 @@ def main():
               g('auditnmi', 'main', '%.1f%%'), g('auditnmi', 'bps', '%.0f'),
               g('dwarf', 'main', '%.1f%%')))
     print('demo: per_file complete_stacks=%s bytes_per_sample=%s (perf record -a --call-graph '
-          'fp,defer, imgdemo\'s samples; the tables of its files attached by sframe-synth attach, '
-          'no LD_AUDIT, no prctl)' % (g('file', 'main', '%.1f%%'), g('file', 'bps', '%.0f')))
+          'fp,defer, imgdemo\'s samples, the whole machine\'s perf.data; the tables of its '
+          'files attached by sframe-synth attach, no LD_AUDIT, no prctl)' % (
+              g('file', 'main', '%.1f%%'), g('file', 'bps', '%.0f')))
     print('demo: interpreter lua_right=%s lua_callee_below=%s lua_named=%s in_handler=%s '
           'without_module_named=%s '
           'bytes_per_sample=%s (lua5.4 -l unwind_assist, --call-graph fp,defer)' % (

@@ -268,7 +268,7 @@ impl Fdes {
 /// the section.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum KnownRow {
-    /// Its row, decoded when the section was validated.
+    /// Its row, as validation packed it (decoded: [`Found::known_row`]).
     Row(sframe::PackedRow),
     /// No row describes the PC: it lies before its function's first row.
     Uncovered,

@@ -48,10 +48,11 @@ pub(crate) enum Cached {
 #[inline(always)]
 pub(crate) fn read_once(a: &Atomic<u64>) -> u64 {
     // SAFETY: `a.as_ptr()` is valid and aligned for a `u64` as long as `a`
-    // lives. The unwinder builds for x86-64 only, where an aligned 8-byte
-    // volatile load is one `mov`, atomic against writers that store whole
-    // words (`Atomic::store()`, `write_once()`): this is `READ_ONCE()`, as
-    // in `File::flags()`.
+    // lives. The unwinder builds for x86-64 only (Kconfig), where an
+    // aligned 8-byte volatile load is one `mov`, atomic against every
+    // writer of such a word, which writes it whole (`write_once()`,
+    // `Atomic::store()` and `cmpxchg()`, a locked `cmpxchg`): this is
+    // `READ_ONCE()`, as in `File::flags()`.
     unsafe { a.as_ptr().read_volatile() }
 }
 

@@ -76,7 +76,8 @@ fn rule(row: &Row) -> Option<Rule> {
 /// The frame rule of a PC whose row the lookup found decoded, when the
 /// row has the rules nearly every row has: [`rule`]'s answer for it,
 /// without building the row. `None` for any other row, which [`rule`]
-/// gets in full.
+/// gets in full, and for a signal trampoline's (the step's caller handles
+/// it): that is the FDE's, which the packed row does not carry.
 fn simple_frame(found: &Found) -> Option<bindings::unwind_user_frame> {
     let KnownRow::Row(row) = found.known else {
         return None;

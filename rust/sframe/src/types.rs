@@ -364,12 +364,14 @@ impl Fde {
 
 /// Whether an FDE with info byte `info` in a section of `version` is a
 /// signal trampoline's.
+#[inline]
 fn signal_frame(version: Version, info: u8) -> bool {
     version == Version::V3 && info & 0x80 != 0
 }
 
 impl PcType {
     /// The PC type an FDE's info byte says.
+    #[inline]
     fn from_info(info: u8) -> PcType {
         if info & 0x10 != 0 {
             PcType::Mask
@@ -381,6 +383,7 @@ impl PcType {
     /// Where a PC `off` bytes into a function is among its rows, as FRE
     /// start offsets count: within its repetition block of `rep_size`
     /// bytes for a [`PcType::Mask`] FDE.
+    #[inline]
     fn row_offset(self, off: u32, rep_size: u8) -> Result<u32, Error> {
         match self {
             PcType::Mask => off

@@ -199,7 +199,7 @@ fn filled(
         Ok(_) => Some(f),
         Err(e) => {
             eprintln!(
-                "sframe-synth: {}: its own SFrame section with its gaps filled is refused ({e}): a bug of sframe-synth",
+                "sframe-synth: {}: its own SFrame section with its gaps filled would be refused ({e}), attaching it as it is",
                 path.display()
             );
             None

@@ -21,7 +21,7 @@ pub struct Filled {
     /// The section, encoded as if located at address 0 (as
     /// [`synthesize`](crate::synthesize)'s).
     pub section: Vec<u8>,
-    /// Functions of the object's own section.
+    /// Functions of the object's own section (those with rows).
     pub own: usize,
     /// Functions added from `.eh_frame`.
     pub added: usize,
@@ -93,8 +93,9 @@ impl Visitor for Collect {
 /// `addr`, and those of `synthesized` (sorted, not overlapping, as
 /// [`synthesize`](crate::synthesize) keeps them) that overlap none of
 /// them, encoded as one section. `Ok(None)` if there is nothing to add, or
-/// if `own` is not valid or has a row the encoder cannot write (the
-/// section is then best used as it is).
+/// if `own` is not valid, has a row the encoder cannot write, or says its
+/// code keeps frame pointers (which V3 cannot say): the section is then
+/// best used as it is.
 pub fn fill_gaps(own: &[u8], addr: u64, synthesized: &[Function]) -> Result<Option<Filled>, Error> {
     let Ok(len) = u32::try_from(own.len()) else {
         return Ok(None);
@@ -102,6 +103,11 @@ pub fn fill_gaps(own: &[u8], addr: u64, synthesized: &[Function]) -> Result<Opti
     let Ok(mut sec) = Section::new(own, len, addr) else {
         return Ok(None);
     };
+    // The merged section is V3, which has no SFRAME_F_FRAME_POINTER: code
+    // no FDE covers would lose the frame-pointer rule the flag gives it.
+    if sec.header().keeps_frame_pointers() {
+        return Ok(None);
+    }
     let mut collect = Collect::default();
     match sec.validate_with(&mut collect) {
         Ok(()) => {}
