@@ -220,6 +220,37 @@ mod tests {
     }
 
     #[test]
+    fn plt_rows_and_partial_overlaps() {
+        // The own section: a PLT of 16-byte blocks (a PC-mask function:
+        // CFA offset 8 in the first 6 bytes of a block, 16 after) and a
+        // function after a gap.
+        let mut plt = function(0x1000, 0x40, 16);
+        plt.rep_size = Some(16);
+        plt.fres[1].start = 6;
+        let own = encode::encode(&[plt, function(0x1100, 0x20, 16)]).unwrap();
+        // .eh_frame: one function across the PLT's end, one across the
+        // second function's start, one spanning the gap's middle only.
+        let syn = [
+            function(0x1030, 0x20, 32),
+            function(0x1060, 0x20, 32),
+            function(0x10f0, 0x20, 32),
+        ];
+        let filled = fill_gaps(&own, 0, &syn).unwrap().unwrap();
+        assert_eq!((filled.own, filled.added, filled.added_bytes), (2, 1, 0x20));
+        let s = &filled.section;
+        // The PLT's rows, block by block, as the own section gives them.
+        for block in [0x1000, 0x1010, 0x1030] {
+            assert_eq!(cfa_at(s, block + 5), cfa_at(&own, block + 5));
+            assert_eq!(cfa_at(s, block + 6), Ok(16));
+        }
+        assert_eq!(cfa_at(s, 0x1061), Ok(32));
+        // Overlapping ones are left out: the gap before the second
+        // function stays undescribed.
+        assert_eq!(cfa_at(s, 0x10f1), Err(sframe::Error::NotCovered));
+        assert_eq!(cfa_at(s, 0x1101), Ok(16));
+    }
+
+    #[test]
     fn rows_the_encoder_cannot_write_leave_the_section_as_it_is() {
         let row = |base, ra| Row {
             cfa: sframe::CfaRule {
