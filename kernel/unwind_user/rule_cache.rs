@@ -133,12 +133,6 @@ impl RuleCache {
         (pc ^ pc >> 7) & 0x7f
     }
 
-    /// Reads a slot, as [`read_once`] does.
-    #[inline(always)]
-    fn read(slot: &Atomic<u64>) -> u64 {
-        read_once(slot)
-    }
-
     /// What `pc` (`adj`: a return address minus one) unwinds with, if it
     /// was stored in generation `gen`. Lock-free, in any context.
     #[inline(always)]
@@ -147,7 +141,7 @@ impl RuleCache {
         let w = self
             .ways(pc)
             .iter()
-            .map(Self::read)
+            .map(read_once)
             .find(|&w| w ^ key < 1 << 16)?;
         match w & 0xffff {
             0 => return Some(Cached::FramePointer),

@@ -926,19 +926,13 @@ impl PackedRow {
                 } else {
                     Base::Sp
                 },
-                offset: if f & ROW_CFA_WORDS != 0 {
-                    i32::from(self.cfa_off).saturating_mul(8)
-                } else {
-                    i32::from(self.cfa_off)
-                },
+                offset: self.cfa_offset(),
                 deref: false,
             },
             ra,
-            fp: if f & ROW_FP_SAVED != 0 {
-                RegRule::CfaOffset(i32::from(self.fp_off))
-            } else {
-                RegRule::SameValue
-            },
+            fp: self
+                .fp_offset()
+                .map_or(RegRule::SameValue, RegRule::CfaOffset),
             signal_frame: fde.signal_frame,
             outermost: f & ROW_OUTERMOST != 0,
             ra_mangled: false,
@@ -961,13 +955,25 @@ impl PackedRow {
         }
         Some(SimpleRule {
             cfa_on_fp: f & ROW_CFA_FP != 0,
-            cfa_off: if f & ROW_CFA_WORDS != 0 {
-                i32::from(self.cfa_off).saturating_mul(8)
-            } else {
-                i32::from(self.cfa_off)
-            },
-            fp_off: (f & ROW_FP_SAVED != 0).then_some(i32::from(self.fp_off)),
+            cfa_off: self.cfa_offset(),
+            fp_off: self.fp_offset(),
         })
+    }
+
+    /// The CFA's offset from its base register, in bytes.
+    #[inline]
+    fn cfa_offset(&self) -> i32 {
+        if self.flags & ROW_CFA_WORDS != 0 {
+            i32::from(self.cfa_off).saturating_mul(8)
+        } else {
+            i32::from(self.cfa_off)
+        }
+    }
+
+    /// Where the caller's FP is saved, from the CFA; `None`: not saved.
+    #[inline]
+    fn fp_offset(&self) -> Option<i32> {
+        (self.flags & ROW_FP_SAVED != 0).then_some(i32::from(self.fp_off))
     }
 
     /// The row of a PC `off` bytes above the base `fde` was packed with,

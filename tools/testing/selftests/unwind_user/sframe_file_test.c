@@ -156,11 +156,6 @@ static long file_attach(const struct unwind_user_file *f)
 	return attach_size(f, sizeof(*f));
 }
 
-static long file_detach(int fd)
-{
-	return unwind_prctl(UNWIND_USER_FILE_DETACH, (unsigned long)(long)fd, 0, 0);
-}
-
 /*
  * Why the tests cannot run here, or NULL: a kernel without the
  * operations refuses them as any unknown one (EINVAL); one with them

@@ -459,7 +459,7 @@ static long detach_file(const char *path)
 
 	if (fd < 0)
 		return -errno;
-	ret = unwind_prctl(UNWIND_USER_FILE_DETACH, fd, 0, 0);
+	ret = file_detach(fd);
 	close(fd);
 	return ret;
 }

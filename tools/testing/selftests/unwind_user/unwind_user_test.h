@@ -119,6 +119,12 @@ static inline long unwind_prctl(unsigned long op, unsigned long a3,
 	return prctl(PR_UNWIND_USER, op, a3, a4, a5) ? -errno : 0;
 }
 
+/* UNWIND_USER_FILE_DETACH of the file @fd: 0 or -errno. */
+static inline long file_detach(int fd)
+{
+	return unwind_prctl(UNWIND_USER_FILE_DETACH, (unsigned long)(long)fd, 0, 0);
+}
+
 /*
  * Does @st, read from the top, contain the frames @names in order starting
  * at its first frame whose symbol is @names[0]? Returns 1 if it has all of
