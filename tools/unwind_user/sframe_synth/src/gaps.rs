@@ -250,6 +250,60 @@ mod tests {
         assert_eq!(cfa_at(s, 0x1101), Ok(16));
     }
 
+    /// A V2 section (as GNU as 2.44 writes) at 0x10000 for one function
+    /// at 0x11000, 0x20 bytes, four rows; its flags (byte 3) say sorted
+    /// FDEs and SFRAME_F_FRAME_POINTER.
+    #[rustfmt::skip]
+    const V2_FRAME_POINTER: [u8; 62] = [
+        0xe2, 0xde, 2, 3,
+        3, 0, 0xf8, 0,
+        1, 0, 0, 0, 4, 0, 0, 0, 14, 0, 0, 0,
+        0, 0, 0, 0, 20, 0, 0, 0,
+        0x00, 0x10, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
+        0x00, 0x03, 0x08,
+        0x01, 0x05, 0x10, 0xf0,
+        0x04, 0x04, 0x10, 0xf0,
+        0x1f, 0x03, 0x08,
+    ];
+
+    #[test]
+    fn sections_whose_code_keeps_frame_pointers_are_left_as_they_are() {
+        let syn = [function(0x11040, 0x20, 32)];
+        let mut own = V2_FRAME_POINTER;
+        assert!(Section::new(&own[..], 62, 0x10000)
+            .unwrap()
+            .header()
+            .keeps_frame_pointers());
+        // The merged V3 section could not say it: nothing made.
+        assert_eq!(fill_gaps(&own, 0x10000, &syn), Ok(None));
+        // Without the flag, the same section is merged.
+        own[3] &= !2;
+        let filled = fill_gaps(&own, 0x10000, &syn).unwrap().unwrap();
+        assert_eq!((filled.own, filled.added), (1, 1));
+        assert_eq!(cfa_at(&filled.section, 0x11003), Ok(16));
+        assert_eq!(cfa_at(&filled.section, 0x11041), Ok(32));
+    }
+
+    #[test]
+    fn own_functions_without_rows_are_gaps() {
+        // V2_FRAME_POINTER without the flag, its one function left with no
+        // rows (which GNU as may write, and this encoder does not): header
+        // and FDE row counts 0, no FRE bytes.
+        let mut own = V2_FRAME_POINTER[..48].to_vec();
+        own[3] &= !2;
+        own[12] = 0;
+        own[16] = 0;
+        own[40] = 0;
+        let mut sec = Section::new(&own[..], 48, 0x10000).unwrap();
+        assert_eq!(sec.validate(), Ok(()));
+        assert_eq!(sec.find(0x11000), Err(sframe::Error::NotCovered));
+        // .eh_frame describes it: added.
+        let syn = [function(0x11000, 0x20, 32)];
+        let filled = fill_gaps(&own, 0x10000, &syn).unwrap().unwrap();
+        assert_eq!((filled.own, filled.added, filled.added_bytes), (0, 1, 0x20));
+        assert_eq!(cfa_at(&filled.section, 0x11001), Ok(32));
+    }
+
     #[test]
     fn rows_the_encoder_cannot_write_leave_the_section_as_it_is() {
         let row = |base, ra| Row {
