@@ -36,7 +36,12 @@ ALLOC = re.compile(
 # scheduler (a preemption point may switch tasks; whatever the next task
 # does is not the unwinder's doing; waking a task, the writer that waits
 # for a VMA lock the deferred walk held, say, may move the wakee off an
-# offline CPU and free its old CPU mask).
+# offline CPU and free its old CPU mask). And the two places a walk in task
+# context allocates by design, never at NMI or IRQ time (the step checks
+# `state->nofault` before either): attaching the file tables of what the
+# address space maps (file_table::attach_mapped, which builds a table the
+# first time a file is met) and creating the address space's registry
+# (file_table::registry_for_walk).
 STOP = re.compile(
     r'^(lock_acquire|lock_release|lockdep_|lock_is_held|debug_lockdep_rcu|'
     r'rcu_read_lock_held|rcu_lockdep_|__might_sleep|__might_fault|'
@@ -44,7 +49,8 @@ STOP = re.compile(
     r'__warn|report_bug|panic|__stack_chk_fail|__ubsan_handle|dump_stack|'
     r'__list_(add|del)_valid_or_report|preempt_schedule|__schedule|schedule$|'
     r'_?_cond_resched|try_to_wake_up)'
-    r'|call_printk|9panicking|rust_panic|rust_begin_unwind|panic_fmt')
+    r'|call_printk|9panicking|rust_panic|rust_begin_unwind|panic_fmt'
+    r'|10file_table(13attach_mapped|17registry_for_walk)')
 CALL = re.compile(r'\s(call|j[a-z]+)\s+([0-9a-f]+) <')
 INDIRECT = re.compile(r'\s(call|jmp)\s+\*|__x86_indirect_thunk')
 

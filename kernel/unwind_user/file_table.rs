@@ -495,6 +495,12 @@ fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>, user: bool) -
         sframe_len: u32::try_from(bytes.len()).map_err(|_| E2BIG)?,
         resident: true,
     };
+    // Refused before it is built if what its header counts cannot fit: a
+    // file's section asks for up to 64 MiB of FDEs and rows.
+    let least = register::resident_bytes(&s, &bytes);
+    if least != 0 && !room_for(least, user) {
+        return Ok(Built::OverBudget(least));
+    }
     let fdes = register::validate_resident(&s, bytes)?;
     let n = fdes.bytes();
     let Ok(fdes) = fdes.charge_files(user) else {
@@ -915,6 +921,11 @@ const MAX_BUILDS: usize = 64;
 /// that the walks at NMI or IRQ time that come after find them all.
 /// Returns what it did; when it settled every mapping, it says so in `smm`
 /// for generation `files_gen` of the tables (read before it looked).
+///
+/// Never in line: with [`registry_for_walk`], it is where a walk may
+/// allocate (in task context only), the boundary `bench/noalloc.py` checks
+/// the rest of the unwind path up to.
+#[inline(never)]
 pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> Attach {
     kernel::task::might_sleep();
     let mut mappings = KVec::new();
@@ -1046,6 +1057,8 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
 
 /// Creates the registry of `mm`, the current task's, where a walk that may
 /// sleep will find file tables to attach and cache what it finds.
+/// Never in line (see [`attach_mapped`]).
+#[inline(never)]
 pub(crate) fn registry_for_walk(mm: &MmWithUser) -> Result {
     mm::with_locked(mm, |l| l.registry_or_create().map(|_| ()))
 }

@@ -163,6 +163,29 @@ pub(crate) fn validate_resident(s: &Section, bytes: KVVec<u8>) -> Result<Fdes> {
 /// as a registration's are from user memory.
 const MAX_ROW_BYTES: usize = 32 << 20;
 
+/// The bytes of decoded rows a section with `header` takes, if
+/// [`validate_resident`] keeps them (at most [`MAX_ROW_BYTES`]).
+fn row_bytes(header: &sframe::Header) -> Option<usize> {
+    Some((header.num_fres as usize).saturating_mul(size_of::<sframe::PackedRow>()))
+        .filter(|&n| n <= MAX_ROW_BYTES)
+}
+
+/// The least kernel memory [`validate_resident`] keeps of `bytes`, the
+/// section `s`, as its header counts it (its FDEs and its decoded rows):
+/// what a budget can refuse before anything is allocated; 0 for a section
+/// it refuses at once.
+pub(crate) fn resident_bytes(s: &Section, bytes: &[u8]) -> usize {
+    let Ok(sec) = open(s, bytes) else {
+        return 0;
+    };
+    let header = sec.header();
+    let fdes = (header.num_fdes as usize).saturating_mul(size_of::<sframe::PackedFde>());
+    let rows = row_bytes(header).map_or(0, |n| {
+        n.saturating_add((header.num_fdes as usize).saturating_mul(size_of::<u32>()))
+    });
+    fdes.saturating_add(rows)
+}
+
 /// The rows of a section as [`validate_resident`] keeps them.
 struct Rows {
     /// Every row, by function, then by start.
@@ -189,8 +212,7 @@ fn validate_keeping(
     if table_bytes > MAX_FDE_BYTES {
         return Err(refuse("FDE table over budget", s, ENOSPC));
     }
-    let row_bytes = (header.num_fres as usize).saturating_mul(size_of::<sframe::PackedRow>());
-    let rows = if keep_rows && row_bytes <= MAX_ROW_BYTES {
+    let rows = if keep_rows && row_bytes(&header).is_some() {
         // The header's counts, checked against the section's size by
         // `open()` (at least 2 bytes a row).
         Some(Rows {
