@@ -19,7 +19,7 @@
 //! a sorted array searched by binary search under RCU is NMI-safe and, with
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
-use crate::rule_cache::{Cached, RuleCache};
+use crate::rule_cache::{read_once, Cached, CachedRule, RuleCache};
 use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::{
     alloc::{
@@ -93,6 +93,10 @@ impl Section {
     }
 }
 
+/// Smallest text block of a table's index ([`Fdes::indexed`]): 256
+/// bytes, as the ORC unwinder's.
+const MIN_BLOCK_SHIFT: u32 = 8;
+
 /// Every how many rows of a function registration keeps a mark
 /// ([`sframe::FreMark`]) where a lookup may start: a lookup then reads at
 /// most this many rows, however many the function has (up to 65535).
@@ -130,6 +134,15 @@ pub(crate) struct Fdes {
     /// The section itself, for a section in kernel memory some of whose
     /// rows are not decoded.
     section: Option<KVVec<u8>>,
+    /// For a section in kernel memory, an index of `packed` by text block
+    /// (as the ORC unwinder's lookup table, [`Fdes::indexed`]): `blocks[b]`
+    /// is how many functions start at or below offset
+    /// `block_base + (b << block_shift)` of the text, so that a lookup
+    /// searches only the few that may contain its PC. Empty for a
+    /// registration: its lookup searches them all.
+    blocks: KVVec<u32>,
+    block_base: u64,
+    block_shift: u32,
     /// Bytes counted against the machine's budget of file tables while the
     /// table lives, wherever it is shared.
     charged: usize,
@@ -163,6 +176,9 @@ impl Fdes {
             rows: KVVec::new(),
             row_first: KVVec::new(),
             section: None,
+            blocks: KVVec::new(),
+            block_base: 0,
+            block_shift: 0,
             charged: 0,
             charged_user: false,
         }
@@ -195,6 +211,45 @@ impl Fdes {
         self
     }
 
+    /// The table with its index by text block (see `blocks`), over the
+    /// part of the text its functions cover (a static program's own code
+    /// may be a few KiB of a C library's MiB). The blocks are at least
+    /// [`MIN_BLOCK_SHIFT`] bits, and large enough for there to be fewer
+    /// than two a function: the index takes at most 8 bytes a function.
+    pub(crate) fn indexed(mut self) -> Result<Fdes> {
+        let n = self.packed.len();
+        let (Some(first), Some(last)) = (self.packed.first(), self.packed.last()) else {
+            return Ok(self);
+        };
+        // Sorted by start: from the first start to the last function's
+        // end (any other ending later is found by a search of them all).
+        let base = u64::from(first.start());
+        let span = last.end().saturating_sub(base);
+        let mut shift = MIN_BLOCK_SHIFT;
+        while (span >> shift) >= 2 * n as u64 {
+            shift += 1;
+        }
+        let nblocks = (span.saturating_sub(1) >> shift) as usize + 1;
+        let mut blocks = KVVec::with_capacity(nblocks, gfp())?;
+        let mut k = 0;
+        for b in 0..nblocks {
+            let block_start = base + ((b as u64) << shift);
+            while self
+                .packed
+                .get(k)
+                .is_some_and(|f| u64::from(f.start()) <= block_start)
+            {
+                k += 1;
+            }
+            // At most the number of functions, a u32 (the header's count).
+            blocks.push(k as u32, gfp())?;
+        }
+        self.blocks = blocks;
+        self.block_base = base;
+        self.block_shift = shift;
+        Ok(self)
+    }
+
     /// The table, its bytes counted against the machine's budget of file
     /// tables until it is freed, and against the part of it for files root
     /// does not own if `user`; `ENOSPC` past either.
@@ -219,17 +274,66 @@ impl Fdes {
             + self.rows.len() * core::mem::size_of::<sframe::PackedRow>()
             + self.row_first.len() * core::mem::size_of::<u32>()
             + self.section.as_ref().map_or(0, |s| s.len())
+            + self.blocks.len() * core::mem::size_of::<u32>()
     }
 
     /// The FDE whose function contains `off` (from the text start), and its
     /// index.
     fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde)> {
-        let i = self
-            .packed
-            .partition_point(|f| u64::from(f.start()) <= off)
-            .checked_sub(1)?;
+        // The functions that start at or below `off` are the first
+        // `blocks[b]` at the start of its block `b`, at most `blocks[b + 1]`
+        // at the next block's: only those between are searched.
+        let b = off
+            .checked_sub(self.block_base)
+            .map_or(usize::MAX, |o| (o >> self.block_shift) as usize);
+        let (lo, hi) = match self.blocks.get(b) {
+            Some(&lo) => (
+                lo as usize,
+                self.blocks
+                    .get(b + 1)
+                    .map_or(self.packed.len(), |&hi| hi as usize),
+            ),
+            None => (0, self.packed.len()),
+        };
+        let i = lo
+            + self
+                .packed
+                .get(lo..hi)?
+                .partition_point(|f| u64::from(f.start()) <= off);
+        let i = i.checked_sub(1)?;
         let f = *self.packed.get(i)?;
         (off < f.end()).then_some((u32::try_from(i).ok()?, f))
+    }
+
+    /// The frame rule of a PC `off` bytes into the text, if its row is a
+    /// usual one ([`sframe::PackedRow::simple`]) the rule cache can hold:
+    /// a plain frame, its return address at CFA - 8 (the only place a
+    /// section this unwinder takes may put it), its function no signal
+    /// trampoline. `None` for any other PC, which the full lookup answers.
+    fn usual_rule(&self, off: u64) -> Option<CachedRule> {
+        // A registration's rows are in user memory.
+        if self.rows.is_empty() {
+            return None;
+        }
+        let (i, f) = self.find(off)?;
+        if f.signal_frame(self.header.version) || self.header.fixed_ra_offset() != Some(-8) {
+            return None;
+        }
+        let KnownRow::Row(row) = self.known_row(i, &f, off) else {
+            return None;
+        };
+        let s = row.simple()?;
+        let fp_off = match s.fp_off {
+            None => 0,
+            // The step's rule() leaves such a row to the full lookup.
+            Some(0) => return None,
+            Some(off) => off,
+        };
+        Some(CachedRule {
+            cfa_off: s.cfa_off,
+            fp_off,
+            use_fp: s.cfa_on_fp,
+        })
     }
 
     /// The last mark of the rows of function `i` (`f`) at or below `off`,
@@ -385,7 +489,7 @@ impl Table {
             .partition_point(|e| e.section.text_start <= pc)
             .checked_sub(1)?;
         let e = self.entries.get(i)?;
-        (pc < e.section.text_end && !e.dead.load(Relaxed)).then_some((i, e))
+        (pc < e.section.text_end && !read_once(&e.dead)).then_some((i, e))
     }
 
     fn live(&self) -> impl Iterator<Item = &Entry> {
@@ -593,7 +697,26 @@ impl SframeMm {
         // SAFETY: A non-null table is live until a writer retires it, and a
         // retired table is freed only after an RCU grace period, which cannot
         // end while `_rcu` is held.
-        unsafe { self.table.load(Acquire).as_ref() }
+        unsafe { self.table_ptr().as_ref() }
+    }
+
+    /// The current table's address, read with acquire, in line, as
+    /// [`gen`](Self::gen) is.
+    #[inline(always)]
+    fn table_ptr(&self) -> *mut Table {
+        let t = read_once(&self.table);
+        compiler_fence(Ordering::Acquire);
+        t
+    }
+
+    /// [`table`](Self::table), for a reader with preemption off: since
+    /// Linux 4.20 that is an RCU read-side critical section too, which the
+    /// grace period `call_rcu()` waits for before a retired table is freed
+    /// also ends after (Documentation/RCU/checklist.rst, item 7).
+    fn table_no_preempt<'a>(&'a self, _: &'a NoPreempt) -> Option<&'a Table> {
+        // SAFETY: As in `table()`: no grace period can end while preemption
+        // is off, and it stays off while the borrow of `_` lives.
+        unsafe { self.table_ptr().as_ref() }
     }
 
     /// Empties the rule cache if the machine's file tables changed since
@@ -634,7 +757,7 @@ impl SframeMm {
         // `smp_load_acquire()`, in line (every uncached step reads it three
         // times): x86-64 orders a load before any later load or store, so
         // a compiler barrier after `READ_ONCE()` is all an acquire needs.
-        let gen = crate::rule_cache::read_once(&self.gen);
+        let gen = read_once(&self.gen);
         compiler_fence(Ordering::Acquire);
         gen
     }
@@ -712,6 +835,28 @@ impl SframeMm {
         Lookup { found, gen }
     }
 
+    /// The frame rule of `pc` (`adj`: a return address minus one), if a
+    /// file's table describes it with a usual row (see
+    /// [`Fdes::usual_rule`]), cached, and the generation it was found in:
+    /// what a cold step takes in nearly every frame of a described file,
+    /// in one pass with preemption off, which is also the RCU read-side
+    /// section the table is read under. `None` for any other PC, which
+    /// [`lookup`](Self::lookup) answers.
+    pub(crate) fn usual_rule(&self, pc: usize, adj: bool) -> Option<(u64, CachedRule)> {
+        let no_preempt = NoPreempt::new();
+        // Read before the table, as in `lookup()`.
+        let gen = self.gen();
+        if pc < kernel::page::PAGE_SIZE {
+            return None;
+        }
+        let (_, e) = self.table_no_preempt(&no_preempt)?.find(pc)?;
+        let rule = e
+            .fdes
+            .usual_rule(pc.wrapping_sub(e.section.text_start) as u64)?;
+        self.store(&no_preempt, pc, adj, gen, Cached::Rule(rule));
+        Some((gen, rule))
+    }
+
     /// Calls `f` with the bytes of the file's section `found` came from,
     /// under RCU: `None` if it is not a file's table, if the table keeps
     /// every row decoded and not the bytes, or if it is no longer
@@ -751,10 +896,16 @@ impl SframeMm {
     /// apart, and a second check takes back a store that a change overtook
     /// (the change emptied the cache before the store landed).
     pub(crate) fn remember(&self, pc: usize, adj: bool, gen: u64, c: Cached) {
-        let _no_preempt = NoPreempt::new();
+        let no_preempt = NoPreempt::new();
         if self.gen() != gen {
             return;
         }
+        self.store(&no_preempt, pc, adj, gen, c);
+    }
+
+    /// [`remember`](Self::remember)'s store, for a `gen` read with
+    /// preemption off, now still off.
+    fn store(&self, _: &NoPreempt, pc: usize, adj: bool, gen: u64, c: Cached) {
         if let Some((slot, word)) = self.cache.put(pc, adj, gen, c) {
             // The store before the load: a writer's change and emptying of
             // the cache, seen or not, is ordered with it.
@@ -1231,6 +1382,63 @@ mod tests {
         assert_eq!(mark_at(0x1100f), Some(16));
         assert_eq!(mark_at(0x1101f), Some(32));
         assert_eq!(mark_at(0x11020), None);
+        Ok(())
+    }
+
+    #[test]
+    fn block_index_finds_what_a_full_search_does() -> Result {
+        let mut sec_bytes =
+            sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
+                .map_err(|_| EINVAL)?;
+        let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
+        // Functions (start, size) that start and end on, before and after
+        // block edges, adjacent and with gaps, one 1 KiB long: 256-byte
+        // blocks from the first function's start, fewer than two a
+        // function; then the same and one far away (larger blocks).
+        let near = [
+            (0x10, 1),
+            (0xff, 1),
+            (0x100, 0xff),
+            (0x1ff, 0x102),
+            (0x301, 0x400),
+            (0x800, 0x100),
+            (0x900, 0x10),
+            (0xa00, 0x5ff),
+            (0x1000, 0xff),
+        ];
+        let table = |far: &[(u64, u32)]| -> Result<Fdes> {
+            let mut v = KVVec::new();
+            for &(start, size) in Iterator::chain(near.iter(), far) {
+                let f = sframe::Fde {
+                    func_start: 0x11000 + start,
+                    func_size: size,
+                    ..fde
+                };
+                v.push(f.pack(0x11000).ok_or(EINVAL)?, GFP_KERNEL)?;
+            }
+            Ok(Fdes::from_parts(header()?, v, KVVec::new()))
+        };
+        let far = [(1 << 20, 0x10)];
+        for far in [&[][..], &far[..]] {
+            let full = table(far)?;
+            let indexed = table(far)?.indexed()?;
+            assert!(!indexed.blocks.is_empty());
+            assert!(indexed.blocks.len() < 2 * full.packed.len());
+            assert_eq!(indexed.block_base, 0x10);
+            for off in Iterator::chain(0..0x1200, (1 << 20) - 0x10..(1 << 20) + 0x20) {
+                assert_eq!(indexed.find(off), full.find(off));
+            }
+        }
+        let indexed = table(&[])?.indexed()?;
+        assert_eq!(
+            (indexed.block_shift, indexed.blocks.len()),
+            (MIN_BLOCK_SHIFT, 17)
+        );
+        assert_eq!(indexed.find(0x900).map(|(i, _)| i), Some(6));
+        assert_eq!(indexed.find(0x910), None);
+        // No functions, no index.
+        let empty = Fdes::from_parts(header()?, KVVec::new(), KVVec::new()).indexed()?;
+        assert!(empty.blocks.is_empty() && empty.find(0x10).is_none());
         Ok(())
     }
 }

@@ -7,8 +7,9 @@
 use crate::registry::gfp;
 use kernel::{
     alloc::KBox,
+    bindings,
     prelude::*,
-    sync::atomic::{Atomic, Relaxed},
+    sync::atomic::{Atomic, AtomicType, Relaxed},
 };
 
 /// A plain frame's rule (the return address at CFA - 8) as the rule cache
@@ -21,6 +22,20 @@ pub(crate) struct CachedRule {
     pub(crate) fp_off: i32,
     /// The CFA is based on FP.
     pub(crate) use_fp: bool,
+}
+
+impl CachedRule {
+    /// The frame rule for the generic step.
+    #[inline(always)]
+    pub(crate) fn frame(self) -> bindings::unwind_user_frame {
+        bindings::unwind_user_frame {
+            cfa_off: self.cfa_off,
+            ra_off: -8,
+            fp_off: self.fp_off,
+            use_fp: self.use_fp,
+            outermost: false,
+        }
+    }
 }
 
 /// What the rule cache knows of a PC.
@@ -41,18 +56,23 @@ pub(crate) enum Cached {
     End,
 }
 
+// `read_once()` and `write_once()` rely on x86-64's memory model.
+const _: () = assert!(cfg!(target_arch = "x86_64"));
+
 /// Reads `a` as `READ_ONCE()` does, in line. [`Atomic::load`] calls an
-/// out-of-line C helper, `atomic64_read()`, and a probe of up to four of
-/// them is most of what a cached frame costs: each call makes the step save
-/// and restore the registers it lives in.
+/// out-of-line C helper (`atomic64_read()`, `atomic_ptr_read()`, ...), and
+/// a probe of up to four of them is most of what a cached frame costs:
+/// each call makes the step save and restore the registers it lives in.
 #[inline(always)]
-pub(crate) fn read_once(a: &Atomic<u64>) -> u64 {
-    // SAFETY: `a.as_ptr()` is valid and aligned for a `u64` as long as `a`
-    // lives. The unwinder builds for x86-64 only (Kconfig), where an
-    // aligned 8-byte volatile load is one `mov`, atomic against every
-    // writer of such a word, which writes it whole (`write_once()`,
-    // `Atomic::store()` and `cmpxchg()`, a locked `cmpxchg`): this is
-    // `READ_ONCE()`, as in `File::flags()`.
+pub(crate) fn read_once<T: AtomicType>(a: &Atomic<T>) -> T {
+    // SAFETY: `a.as_ptr()` is valid and aligned for a `T` as long as `a`
+    // lives, and holds a valid `T` (`Atomic` stores only `T`s). A `T` is
+    // the size of its representation, an integer of at most 8 bytes. The
+    // unwinder builds for x86-64 only (Kconfig), where an aligned volatile
+    // load of at most 8 bytes is one `mov`, atomic against every writer of
+    // the word, which writes it whole (`write_once()`, `Atomic::store()`,
+    // `xchg()` and `cmpxchg()`): this is `READ_ONCE()`, as in
+    // `File::flags()`.
     unsafe { a.as_ptr().read_volatile() }
 }
 

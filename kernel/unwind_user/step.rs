@@ -73,34 +73,6 @@ fn rule(row: &Row) -> Option<Rule> {
     }))
 }
 
-/// The frame rule of a PC whose row the lookup found decoded, when the
-/// row has the rules nearly every row has: [`rule`]'s answer for it,
-/// without building the row. `None` for any other row, which [`rule`]
-/// gets in full, and for a signal trampoline's (the step's caller handles
-/// it): that is the FDE's, which the packed row does not carry.
-fn simple_frame(found: &Found) -> Option<bindings::unwind_user_frame> {
-    let KnownRow::Row(row) = found.known else {
-        return None;
-    };
-    let (_, fde) = found.fde?;
-    if fde.signal_frame(found.header.version) {
-        return None;
-    }
-    let s = row.simple()?;
-    let fp_off = match s.fp_off {
-        None => 0,
-        Some(0) => return None,
-        Some(off) => off,
-    };
-    Some(bindings::unwind_user_frame {
-        cfa_off: s.cfa_off,
-        ra_off: found.header.fixed_ra_offset()?,
-        fp_off,
-        use_fp: s.cfa_on_fp,
-        outermost: false,
-    })
-}
-
 /// Does the function of `row` keep a frame pointer at this point (CFA based
 /// on FP, the caller's FP saved)? Then the frame-pointer rule finds its
 /// caller even where the row itself cannot be expressed.
@@ -370,13 +342,7 @@ pub(crate) fn next(
     match mm.cached(pc, adj, state.sframe_gen) {
         Some(Cached::Rule(r)) => {
             bump(&mut state.sframe_cached);
-            *frame = bindings::unwind_user_frame {
-                cfa_off: r.cfa_off,
-                ra_off: -8,
-                fp_off: r.fp_off,
-                use_fp: r.use_fp,
-                outermost: false,
-            };
+            *frame = r.frame();
             0
         }
         Some(Cached::FramePointer | Cached::FramePointerInCode) => {
@@ -415,30 +381,19 @@ fn next_uncached(
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
     let (pc, adj) = lookup_pc(state);
+    // A file's table's usual row: the frame rule at once, cached.
+    if let Some((gen, r)) = mm.usual_rule(pc, adj) {
+        // A walk that meets a newer generation goes on with it, as below.
+        state.sframe_gen = gen;
+        bump(&mut state.sframe_frames);
+        *frame = r.frame();
+        return 0;
+    }
     match lookup_step(mm, state, frame, pc, adj) {
         Ok(Step::Frame) => 0,
         Ok(Step::Signal) => 1,
         Err(e) => e.to_errno(),
     }
-}
-
-/// Hands `f`, a row's frame rule, to the generic step and caches it.
-fn frame_rule(
-    state: &mut bindings::unwind_user_state,
-    frame: &mut bindings::unwind_user_frame,
-    f: bindings::unwind_user_frame,
-    remember: impl FnOnce(Cached),
-) -> Step {
-    bump(&mut state.sframe_frames);
-    if f.ra_off == -8 {
-        remember(Cached::Rule(CachedRule {
-            cfa_off: f.cfa_off,
-            fp_off: f.fp_off,
-            use_fp: f.use_fp,
-        }));
-    }
-    *frame = f;
-    Step::Frame
 }
 
 /// What [`next_uncached`] does, with `?`: the registry's and the section's
@@ -489,10 +444,6 @@ fn lookup_step(
     // as current as the walk.
     state.sframe_gen = lookup.gen;
     let remember = |c| mm.remember(pc, adj, lookup.gen, c);
-    // A file's table's usual row: the frame rule at once.
-    if let Some(f) = lookup.found.as_ref().and_then(simple_frame) {
-        return Ok(frame_rule(state, frame, f, remember));
-    }
     let mem = if state.nofault {
         UserMem::NoFault
     } else {
@@ -505,7 +456,18 @@ fn lookup_step(
         None => None,
     };
     match row.as_ref().filter(|r| !r.signal_frame).and_then(rule) {
-        Some(Rule::Frame(f)) => Ok(frame_rule(state, frame, f, remember)),
+        Some(Rule::Frame(f)) => {
+            bump(&mut state.sframe_frames);
+            if f.ra_off == -8 {
+                remember(Cached::Rule(CachedRule {
+                    cfa_off: f.cfa_off,
+                    fp_off: f.fp_off,
+                    use_fp: f.use_fp,
+                }));
+            }
+            *frame = f;
+            Ok(Step::Frame)
+        }
         Some(Rule::Outermost) => {
             bump(&mut state.sframe_frames);
             frame.outermost = true;
@@ -625,7 +587,7 @@ mod tests {
     }
 
     #[test]
-    fn simple_rows_give_their_rule() -> Result {
+    fn usual_rows_give_their_rule_at_once() -> Result {
         use crate::registry::Section;
         let s = Section {
             text_start: 0x11000,
@@ -642,15 +604,19 @@ mod tests {
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
         let tuple = |f: bindings::unwind_user_frame| (f.cfa_off, f.ra_off, f.fp_off, f.use_fp);
-        // Every row of the function is a usual one: the frame rule from
-        // the packed row is the one from the row.
+        // Every row of the function is a usual one: the frame rule the
+        // cold step takes at once is the one the full lookup's row gives,
+        // and it is cached.
         for pc in 0x11000..0x11020 {
-            let found = mm.lookup(pc).found.ok_or(ENOENT)?;
-            let simple = simple_frame(&found).map(tuple);
-            let row = found.known_row().ok_or(ENOENT)?;
-            assert!(simple.is_some());
-            assert_eq!(simple, frame(&row));
+            let (gen, r) = mm.usual_rule(pc, true).ok_or(ENOENT)?;
+            let row = mm.lookup(pc).found.ok_or(ENOENT)?.known_row();
+            assert_eq!(Some(tuple(r.frame())), row.as_ref().and_then(frame));
+            assert_eq!(mm.cached(pc, true, gen), Some(Cached::Rule(r)));
         }
+        // No function, no registration: the full lookup answers.
+        assert!(mm.usual_rule(0x11020, true).is_none());
+        assert!(mm.usual_rule(0x11100, true).is_none());
+        assert_eq!(mm.cached(0x11020, true, mm.gen()), None);
         Ok(())
     }
 
