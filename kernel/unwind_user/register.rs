@@ -145,17 +145,16 @@ pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes>
 }
 
 /// Validates `bytes`, the section `s` in kernel memory (a file's or the
-/// vDSO's), and returns what unwinds use of it: its FDEs indexed by text
-/// block ([`Fdes::indexed`]) and its rows decoded, so that a lookup neither
-/// reads nor decodes them, and the bytes themselves only
+/// vDSO's), and returns what unwinds use of it: its rows decoded (and its
+/// usual rows flattened, [`crate::usual`]), so that a lookup neither reads
+/// nor decodes them, and the bytes themselves only
 /// if a row did not fit ([`sframe::PackedRow`]) and must be read from
 /// there.
 pub(crate) fn validate_resident(s: &Section, bytes: KVVec<u8>) -> Result<Fdes> {
     let (fdes, rows) = validate_keeping(s, &bytes[..], true)?;
-    let fdes = fdes.indexed()?;
     Ok(match rows {
-        Some(rows) if !rows.undecoded => fdes.with_rows(rows.first, rows.rows),
-        Some(rows) => fdes.with_rows(rows.first, rows.rows).with_section(bytes),
+        Some(rows) if !rows.undecoded => fdes.with_rows(rows.first, rows.rows)?,
+        Some(rows) => fdes.with_rows(rows.first, rows.rows)?.with_section(bytes),
         None => fdes.with_section(bytes),
     })
 }
@@ -349,10 +348,11 @@ mod tests {
         bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
         let fdes = validate_resident(&s, bytes)?.shared()?;
         // One function of 4 rows, all decoded: the section is not kept.
-        // One block of the index (4 bytes): the function is 32 bytes.
+        // Its usual rows flattened: 4 and an end, 6 bytes each, one
+        // block of the index (4 bytes).
         assert_eq!(
             fdes.bytes(),
-            size_of::<sframe::PackedFde>() + 4 * size_of::<sframe::PackedRow>() + 4 + 4
+            size_of::<sframe::PackedFde>() + 4 * size_of::<sframe::PackedRow>() + 4 + 5 * 6 + 4
         );
         let mut mm = registry::SframeMm::new()?;
         let mut mm = mm.exclusive();

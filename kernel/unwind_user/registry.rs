@@ -19,7 +19,10 @@
 //! a sorted array searched by binary search under RCU is NMI-safe and, with
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
-use crate::rule_cache::{read_once, Cached, CachedRule, RuleCache};
+use crate::{
+    rule_cache::{read_once, Cached, CachedRule, RuleCache},
+    usual::UsualRows,
+};
 use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::{
     alloc::{
@@ -93,10 +96,6 @@ impl Section {
     }
 }
 
-/// Smallest text block of a table's index ([`Fdes::indexed`]): 256
-/// bytes, as the ORC unwinder's.
-const MIN_BLOCK_SHIFT: u32 = 8;
-
 /// Every how many rows of a function registration keeps a mark
 /// ([`sframe::FreMark`]) where a lookup may start: a lookup then reads at
 /// most this many rows, however many the function has (up to 65535).
@@ -134,15 +133,9 @@ pub(crate) struct Fdes {
     /// The section itself, for a section in kernel memory some of whose
     /// rows are not decoded.
     section: Option<KVVec<u8>>,
-    /// For a section in kernel memory, an index of `packed` by text block
-    /// (as the ORC unwinder's lookup table, [`Fdes::indexed`]): `blocks[b]`
-    /// is how many functions start at or below offset
-    /// `block_base + (b << block_shift)` of the text, so that a lookup
-    /// searches only the few that may contain its PC. Empty for a
-    /// registration: its lookup searches them all.
-    blocks: KVVec<u32>,
-    block_base: u64,
-    block_shift: u32,
+    /// Its usual rows again, flattened for the cold step; empty for a
+    /// registration.
+    usual: UsualRows,
     /// Bytes counted against the machine's budget of file tables while the
     /// table lives, wherever it is shared.
     charged: usize,
@@ -176,9 +169,7 @@ impl Fdes {
             rows: KVVec::new(),
             row_first: KVVec::new(),
             section: None,
-            blocks: KVVec::new(),
-            block_base: 0,
-            block_shift: 0,
+            usual: UsualRows::new(),
             charged: 0,
             charged_user: false,
         }
@@ -194,60 +185,22 @@ impl Fdes {
     }
 
     /// The table, keeping the section's `rows`, the first of each function
-    /// at its index in `row_first`.
+    /// at its index in `row_first`, and its usual rows flattened.
     pub(crate) fn with_rows(
         mut self,
         row_first: KVVec<u32>,
         rows: KVVec<sframe::PackedRow>,
-    ) -> Fdes {
+    ) -> Result<Fdes> {
+        self.usual = UsualRows::build(&self.header, &self.packed, &row_first, &rows)?;
         self.row_first = row_first;
         self.rows = rows;
-        self
+        Ok(self)
     }
 
     /// The table, keeping `section`, the bytes it was validated from.
     pub(crate) fn with_section(mut self, section: KVVec<u8>) -> Fdes {
         self.section = Some(section);
         self
-    }
-
-    /// The table with its index by text block (see `blocks`), over the
-    /// part of the text its functions cover (a static program's own code
-    /// may be a few KiB of a C library's MiB). The blocks are at least
-    /// [`MIN_BLOCK_SHIFT`] bits, and large enough for there to be fewer
-    /// than two a function: the index takes at most 8 bytes a function.
-    pub(crate) fn indexed(mut self) -> Result<Fdes> {
-        let n = self.packed.len();
-        let (Some(first), Some(last)) = (self.packed.first(), self.packed.last()) else {
-            return Ok(self);
-        };
-        // Sorted by start: from the first start to the last function's
-        // end (any other ending later is found by a search of them all).
-        let base = u64::from(first.start());
-        let span = last.end().saturating_sub(base);
-        let mut shift = MIN_BLOCK_SHIFT;
-        while (span >> shift) >= 2 * n as u64 {
-            shift += 1;
-        }
-        let nblocks = (span.saturating_sub(1) >> shift) as usize + 1;
-        let mut blocks = KVVec::with_capacity(nblocks, gfp())?;
-        let mut k = 0;
-        for b in 0..nblocks {
-            let block_start = base + ((b as u64) << shift);
-            while self
-                .packed
-                .get(k)
-                .is_some_and(|f| u64::from(f.start()) <= block_start)
-            {
-                k += 1;
-            }
-            // At most the number of functions, a u32 (the header's count).
-            blocks.push(k as u32, gfp())?;
-        }
-        self.blocks = blocks;
-        self.block_base = base;
-        self.block_shift = shift;
-        Ok(self)
     }
 
     /// The table, its bytes counted against the machine's budget of file
@@ -274,66 +227,18 @@ impl Fdes {
             + self.rows.len() * core::mem::size_of::<sframe::PackedRow>()
             + self.row_first.len() * core::mem::size_of::<u32>()
             + self.section.as_ref().map_or(0, |s| s.len())
-            + self.blocks.len() * core::mem::size_of::<u32>()
+            + self.usual.bytes()
     }
 
     /// The FDE whose function contains `off` (from the text start), and its
     /// index.
     fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde)> {
-        // The functions that start at or below `off` are the first
-        // `blocks[b]` at the start of its block `b`, at most `blocks[b + 1]`
-        // at the next block's: only those between are searched.
-        let b = off
-            .checked_sub(self.block_base)
-            .map_or(usize::MAX, |o| (o >> self.block_shift) as usize);
-        let (lo, hi) = match self.blocks.get(b) {
-            Some(&lo) => (
-                lo as usize,
-                self.blocks
-                    .get(b + 1)
-                    .map_or(self.packed.len(), |&hi| hi as usize),
-            ),
-            None => (0, self.packed.len()),
-        };
-        let i = lo
-            + self
-                .packed
-                .get(lo..hi)?
-                .partition_point(|f| u64::from(f.start()) <= off);
-        let i = i.checked_sub(1)?;
+        let i = self
+            .packed
+            .partition_point(|f| u64::from(f.start()) <= off)
+            .checked_sub(1)?;
         let f = *self.packed.get(i)?;
         (off < f.end()).then_some((u32::try_from(i).ok()?, f))
-    }
-
-    /// The frame rule of a PC `off` bytes into the text, if its row is a
-    /// usual one ([`sframe::PackedRow::simple`]) the rule cache can hold:
-    /// a plain frame, its return address at CFA - 8 (the only place a
-    /// section this unwinder takes may put it), its function no signal
-    /// trampoline. `None` for any other PC, which the full lookup answers.
-    fn usual_rule(&self, off: u64) -> Option<CachedRule> {
-        // A registration's rows are in user memory.
-        if self.rows.is_empty() {
-            return None;
-        }
-        let (i, f) = self.find(off)?;
-        if f.signal_frame(self.header.version) || self.header.fixed_ra_offset() != Some(-8) {
-            return None;
-        }
-        let KnownRow::Row(row) = self.known_row(i, &f, off) else {
-            return None;
-        };
-        let s = row.simple()?;
-        let fp_off = match s.fp_off {
-            None => 0,
-            // The step's rule() leaves such a row to the full lookup.
-            Some(0) => return None,
-            Some(off) => off,
-        };
-        Some(CachedRule {
-            cfa_off: s.cfa_off,
-            fp_off,
-            use_fp: s.cfa_on_fp,
-        })
     }
 
     /// The last mark of the rows of function `i` (`f`) at or below `off`,
@@ -836,8 +741,8 @@ impl SframeMm {
     }
 
     /// The frame rule of `pc` (`adj`: a return address minus one), if a
-    /// file's table describes it with a usual row (see
-    /// [`Fdes::usual_rule`]), cached, and the generation it was found in:
+    /// file's table describes it with a usual row (see [`UsualRows`]),
+    /// cached, and the generation it was found in:
     /// what a cold step takes in nearly every frame of a described file,
     /// in one pass with preemption off, which is also the RCU read-side
     /// section the table is read under. `None` for any other PC, which
@@ -850,11 +755,10 @@ impl SframeMm {
             return None;
         }
         let (_, e) = self.table_no_preempt(&no_preempt)?.find(pc)?;
-        let rule = e
-            .fdes
-            .usual_rule(pc.wrapping_sub(e.section.text_start) as u64)?;
-        self.store(&no_preempt, pc, adj, gen, Cached::Rule(rule));
-        Some((gen, rule))
+        let off = pc.wrapping_sub(e.section.text_start) as u64;
+        let word = e.fdes.usual.word(off)?;
+        self.store(&no_preempt, pc, adj, gen, word);
+        Some((gen, CachedRule::from_word(word)))
     }
 
     /// Calls `f` with the bytes of the file's section `found` came from,
@@ -896,17 +800,22 @@ impl SframeMm {
     /// apart, and a second check takes back a store that a change overtook
     /// (the change emptied the cache before the store landed).
     pub(crate) fn remember(&self, pc: usize, adj: bool, gen: u64, c: Cached) {
+        let Some(word) = c.word() else {
+            return;
+        };
         let no_preempt = NoPreempt::new();
         if self.gen() != gen {
             return;
         }
-        self.store(&no_preempt, pc, adj, gen, c);
+        self.store(&no_preempt, pc, adj, gen, word);
     }
 
-    /// [`remember`](Self::remember)'s store, for a `gen` read with
-    /// preemption off, now still off.
-    fn store(&self, _: &NoPreempt, pc: usize, adj: bool, gen: u64, c: Cached) {
-        if let Some((slot, word)) = self.cache.put(pc, adj, gen, c) {
+    /// [`remember`](Self::remember)'s store of `word`
+    /// ([`Cached::word`]), for a `gen` read with preemption off, now
+    /// still off.
+    #[inline]
+    fn store(&self, _: &NoPreempt, pc: usize, adj: bool, gen: u64, word: u16) {
+        if let Some((slot, word)) = self.cache.put(pc, adj, gen, word) {
             // The store before the load: a writer's change and emptying of
             // the cache, seen or not, is ordered with it.
             kernel::sync::barrier::smp_mb();
@@ -1386,59 +1295,113 @@ mod tests {
     }
 
     #[test]
-    fn block_index_finds_what_a_full_search_does() -> Result {
+    fn usual_rows_are_what_the_full_lookup_finds() -> Result {
+        use sframe::{Base, CfaRule, RegRule};
+        let hdr = header()?;
         let mut sec_bytes =
             sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
                 .map_err(|_| EINVAL)?;
         let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
-        // Functions (start, size) that start and end on, before and after
-        // block edges, adjacent and with gaps, one 1 KiB long: 256-byte
-        // blocks from the first function's start, fewer than two a
-        // function; then the same and one far away (larger blocks).
-        let near = [
-            (0x10, 1),
-            (0xff, 1),
-            (0x100, 0xff),
-            (0x1ff, 0x102),
-            (0x301, 0x400),
-            (0x800, 0x100),
-            (0x900, 0x10),
-            (0xa00, 0x5ff),
-            (0x1000, 0xff),
-        ];
-        let table = |far: &[(u64, u32)]| -> Result<Fdes> {
-            let mut v = KVVec::new();
-            for &(start, size) in Iterator::chain(near.iter(), far) {
-                let f = sframe::Fde {
-                    func_start: 0x11000 + start,
-                    func_size: size,
-                    ..fde
-                };
-                v.push(f.pack(0x11000).ok_or(EINVAL)?, GFP_KERNEL)?;
-            }
-            Ok(Fdes::from_parts(header()?, v, KVVec::new()))
+        let row = |base, offset, ra, fp| sframe::Row {
+            cfa: CfaRule {
+                base,
+                offset,
+                deref: false,
+            },
+            ra,
+            fp,
+            signal_frame: false,
+            outermost: false,
+            ra_mangled: false,
+            func_start: 0,
+            func_size: 0,
+            fre_start: 0,
         };
-        let far = [(1 << 20, 0x10)];
-        for far in [&[][..], &far[..]] {
-            let full = table(far)?;
-            let indexed = table(far)?.indexed()?;
-            assert!(!indexed.blocks.is_empty());
-            assert!(indexed.blocks.len() < 2 * full.packed.len());
-            assert_eq!(indexed.block_base, 0x10);
-            for off in Iterator::chain(0..0x1200, (1 << 20) - 0x10..(1 << 20) + 0x20) {
-                assert_eq!(indexed.find(off), full.find(off));
+        let ra = RegRule::CfaOffset(-8);
+        let entry = row(Base::Sp, 8, ra, RegRule::SameValue);
+        let pushed = row(Base::Sp, 16, ra, RegRule::CfaOffset(-16));
+        let framed = row(Base::Fp, 16, ra, RegRule::CfaOffset(-16));
+        // Not usual, or not a rule the cache holds.
+        let odd = row(Base::Sp, 12, ra, RegRule::SameValue);
+        let outer = row(Base::Sp, 8, RegRule::Undefined, RegRule::SameValue);
+        let fp_at_cfa = row(Base::Sp, 16, ra, RegRule::CfaOffset(0));
+        // (start, size, PC mask, rows): a gap before a function's first
+        // row, between functions, a PLT's repeated rows, a function cut
+        // short by the next, two starting together, one far away.
+        type Func<'a> = (u64, u32, bool, &'a [(u32, &'a sframe::Row)]);
+        let funcs: [Func<'_>; 7] = [
+            (
+                0x10,
+                0x30,
+                false,
+                &[(0, &entry), (1, &pushed), (4, &framed), (0x20, &odd)],
+            ),
+            (0x40, 0x20, false, &[(4, &entry), (0x10, &outer)]),
+            (0x60, 0x40, true, &[(0, &entry), (6, &pushed)]),
+            (0x100, 0x20, false, &[(0, &entry)]),
+            (0x110, 0x30, false, &[(0, &pushed), (8, &fp_at_cfa)]),
+            (0x110, 0x10, false, &[(0, &entry)]),
+            (0x10000, 0x10, false, &[(0, &framed)]),
+        ];
+        let mut packed = KVVec::new();
+        let mut row_first = KVVec::new();
+        let mut rows = KVVec::new();
+        for (start, size, mask, fn_rows) in funcs {
+            let f = sframe::Fde {
+                func_start: 0x11000 + start,
+                func_size: size,
+                num_fres: fn_rows.len() as u32,
+                info: if mask { fde.info | 0x10 } else { fde.info },
+                rep_size: 16,
+                ..fde
+            };
+            packed.push(f.pack(0x11000).ok_or(EINVAL)?, GFP_KERNEL)?;
+            row_first.push(rows.len() as u32, GFP_KERNEL)?;
+            for &(at, r) in fn_rows {
+                rows.push(sframe::PackedRow::pack(&hdr, at, r), GFP_KERNEL)?;
             }
         }
-        let indexed = table(&[])?.indexed()?;
+        let fdes = Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows)?;
+        // What the full lookup finds, made a word as the flattening does.
+        let full = |off| {
+            let (i, f) = fdes.find(off)?;
+            let KnownRow::Row(r) = fdes.known_row(i, &f, off) else {
+                return None;
+            };
+            let w = crate::usual::word_of(hdr.version, &f, &r);
+            (w != 0 && f.pc_type() == sframe::PcType::Inc).then_some(w)
+        };
+        for off in Iterator::chain(0..0x200, 0xfff0..0x10020) {
+            assert_eq!(fdes.usual.word(off), full(off));
+        }
+        let word = |r: &sframe::Row| {
+            let p = sframe::PackedRow::pack(&hdr, 0, r);
+            p.simple().and_then(|s| {
+                CachedRule {
+                    cfa_off: s.cfa_off,
+                    fp_off: s.fp_off.unwrap_or(0),
+                    use_fp: s.cfa_on_fp,
+                }
+                .word()
+            })
+        };
+        let at = |off| fdes.usual.word(off);
         assert_eq!(
-            (indexed.block_shift, indexed.blocks.len()),
-            (MIN_BLOCK_SHIFT, 17)
+            (at(0x10), at(0x11), at(0x14)),
+            (word(&entry), word(&pushed), word(&framed))
         );
-        assert_eq!(indexed.find(0x900).map(|(i, _)| i), Some(6));
-        assert_eq!(indexed.find(0x910), None);
-        // No functions, no index.
-        let empty = Fdes::from_parts(header()?, KVVec::new(), KVVec::new()).indexed()?;
-        assert!(empty.blocks.is_empty() && empty.find(0x10).is_none());
+        assert_eq!(
+            (at(0x30), at(0x40), at(0x44), at(0x50)),
+            (None, None, word(&entry), None)
+        );
+        assert_eq!((at(0x66), at(0xa0), at(0x100)), (None, None, word(&entry)));
+        assert_eq!(
+            (at(0x110), at(0x120), at(0x10000)),
+            (word(&entry), None, word(&framed))
+        );
+        assert!(word(&entry).is_some() && word(&pushed).is_some() && word(&framed).is_some());
+        // No rows, nothing usual.
+        assert_eq!(none()?.usual.word(0x10), None);
         Ok(())
     }
 }

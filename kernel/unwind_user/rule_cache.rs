@@ -25,6 +25,36 @@ pub(crate) struct CachedRule {
 }
 
 impl CachedRule {
+    /// The rule as a slot of the cache holds it (its bits 15-0, see
+    /// [`RuleCache`]); `None` if it does not fit, and then is not cached.
+    #[inline]
+    pub(crate) fn word(self) -> Option<u16> {
+        let fits = self.cfa_off != 0
+            && self.cfa_off % 8 == 0
+            && (-256..256).contains(&(self.cfa_off / 8))
+            && self.fp_off % 8 == 0
+            && (-32..32).contains(&(self.fp_off / 8));
+        if !fits {
+            return None;
+        }
+        let cfa = ((self.cfa_off / 8) as u16) & 0x1ff;
+        let fp = ((self.fp_off / 8) as u16) & 0x3f;
+        Some(cfa << 7 | fp << 1 | u16::from(self.use_fp))
+    }
+
+    /// The rule a [`word`](Self::word) holds.
+    #[inline(always)]
+    pub(crate) fn from_word(w: u16) -> CachedRule {
+        // Sign-extend the 9- and 6-bit fields.
+        let cfa_words = i32::from((w as i16) >> 7);
+        let fp_words = i32::from(((w << 9) as i16) >> 10);
+        CachedRule {
+            cfa_off: cfa_words * 8,
+            fp_off: fp_words * 8,
+            use_fp: w & 1 != 0,
+        }
+    }
+
     /// The frame rule for the generic step.
     #[inline(always)]
     pub(crate) fn frame(self) -> bindings::unwind_user_frame {
@@ -34,6 +64,19 @@ impl CachedRule {
             fp_off: self.fp_off,
             use_fp: self.use_fp,
             outermost: false,
+        }
+    }
+}
+
+impl Cached {
+    /// What a slot of the cache holds for it (its bits 15-0); `None` for
+    /// a rule that does not fit.
+    pub(crate) fn word(self) -> Option<u16> {
+        match self {
+            Cached::FramePointer => Some(0),
+            Cached::End => Some(1),
+            Cached::FramePointerInCode => Some(2),
+            Cached::Rule(r) => r.word(),
         }
     }
 }
@@ -163,49 +206,26 @@ impl RuleCache {
             .iter()
             .map(read_once)
             .find(|&w| w ^ key < 1 << 16)?;
-        match w & 0xffff {
-            0 => return Some(Cached::FramePointer),
-            1 => return Some(Cached::End),
-            2 => return Some(Cached::FramePointerInCode),
-            _ => {}
-        }
-        // Sign-extend the 9- and 6-bit fields.
-        let cfa_words = (((w >> 7) as i64) << 55 >> 55) as i32;
-        let fp_words = (((w >> 1) as i64) << 58 >> 58) as i32;
-        Some(Cached::Rule(CachedRule {
-            cfa_off: cfa_words * 8,
-            fp_off: fp_words * 8,
-            use_fp: w & 1 != 0,
-        }))
+        Some(match w as u16 {
+            0 => Cached::FramePointer,
+            1 => Cached::End,
+            2 => Cached::FramePointerInCode,
+            rule => Cached::Rule(CachedRule::from_word(rule)),
+        })
     }
 
-    /// Stores what `pc` unwinds with, in generation `gen`, and returns the
-    /// slot it went to and the word stored there.
+    /// Stores what `pc` unwinds with, `word` ([`Cached::word`]), in
+    /// generation `gen`, and returns the slot it went to and the word
+    /// stored there.
+    #[inline]
     pub(crate) fn put(
         &self,
         pc: usize,
         adj: bool,
         gen: u64,
-        c: Cached,
+        word: u16,
     ) -> Option<(&Atomic<u64>, u64)> {
-        let rule = match c {
-            Cached::FramePointer => 0,
-            Cached::End => 1,
-            Cached::FramePointerInCode => 2,
-            Cached::Rule(r) => {
-                let fits = r.cfa_off != 0
-                    && r.cfa_off % 8 == 0
-                    && (-256..256).contains(&(r.cfa_off / 8))
-                    && r.fp_off % 8 == 0
-                    && (-32..32).contains(&(r.fp_off / 8));
-                if !fits {
-                    return None;
-                }
-                let cfa = ((r.cfa_off / 8) as u64) & 0x1ff;
-                let fp = ((r.fp_off / 8) as u64) & 0x3f;
-                cfa << 7 | fp << 1 | u64::from(r.use_fp)
-            }
-        };
+        let rule = u64::from(word);
         let key = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE)?;
         // The new entry goes first; the ones before its old place (or all
         // but the last) move one way down. Racing writers may lose an entry

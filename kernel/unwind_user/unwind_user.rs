@@ -53,6 +53,7 @@ mod registry;
 mod rule_cache;
 mod step;
 mod usermem;
+mod usual;
 mod vdso;
 
 use registry::{Section, SframeMm};

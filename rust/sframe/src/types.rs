@@ -763,6 +763,12 @@ impl PackedFde {
         signal_frame(version, self.info[0])
     }
 
+    /// How its rows' start offsets are matched against a PC.
+    #[inline]
+    pub fn pc_type(&self) -> PcType {
+        PcType::from_info(self.info[0])
+    }
+
     /// [`Fde::row_offset`] for a PC `off` bytes above the base the FDE was
     /// packed with: where it is among the function's rows.
     #[inline]

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The usual rows of a file's table, flattened for the cold step.
+//!
+//! A walk through a process the profiler samples a few times in its life
+//! meets most of its PCs for the first time, and pays for each the
+//! registry's lookup: the function's binary search, then its rows'. The
+//! rows nearly all code has (CFA on SP or FP, the return address at
+//! CFA - 8, the caller's FP saved or not; [`sframe::PackedRow::simple`])
+//! are kept here a second time, as the ORC unwinder keeps its table: one
+//! array of text offsets, ascending, where a rule starts, the rule as the
+//! rule cache's slot holds it, and an index by text block into the array,
+//! so that a PC's rule is a search of the few offsets of its block. Any
+//! other PC (another row, no row, a PLT's repeated rows, a signal
+//! trampoline, code between functions) has a 0 rule here and takes the
+//! full lookup.
+
+use crate::{registry::gfp, rule_cache::CachedRule};
+use kernel::{alloc::KVVec, prelude::*};
+
+/// Smallest text block of the index: 128 bytes.
+const MIN_BLOCK_SHIFT: u32 = 7;
+
+/// The usual rows of one section, as described above.
+///
+/// # Invariants
+///
+/// `starts` is ascending and as long as `words`; `blocks[b]` is how many
+/// of `starts` are at or below `starts[0] + (b << shift)`, and is empty
+/// only if `starts` is.
+pub(crate) struct UsualRows {
+    /// Text offsets where a rule starts, ascending.
+    starts: KVVec<u32>,
+    /// The rule from there on, as [`CachedRule::word`] packs it; 0: none
+    /// here.
+    words: KVVec<u16>,
+    /// The index by block (see the invariants).
+    blocks: KVVec<u32>,
+    shift: u32,
+}
+
+/// The word of `row`, a row of function `f` of a section of `version`,
+/// if it is usual and the rule cache can hold it; else 0.
+pub(crate) fn word_of(
+    version: sframe::Version,
+    f: &sframe::PackedFde,
+    row: &sframe::PackedRow,
+) -> u16 {
+    if f.signal_frame(version) {
+        return 0;
+    }
+    let Some(s) = row.simple() else {
+        return 0;
+    };
+    let fp_off = match s.fp_off {
+        None => 0,
+        // The step's rule() leaves such a row to the full lookup.
+        Some(0) => return 0,
+        Some(off) => off,
+    };
+    let rule = CachedRule {
+        cfa_off: s.cfa_off,
+        fp_off,
+        use_fp: s.cfa_on_fp,
+    };
+    rule.word().unwrap_or(0)
+}
+
+impl UsualRows {
+    /// None.
+    pub(crate) fn new() -> UsualRows {
+        UsualRows {
+            starts: KVVec::new(),
+            words: KVVec::new(),
+            blocks: KVVec::new(),
+            shift: 0,
+        }
+    }
+
+    /// The usual rows of a section with `header`, functions `packed`
+    /// (sorted by start, relative to the text), whose rows are `rows`,
+    /// the first of function `i` at `row_first[i]`. None if the section
+    /// puts the return address anywhere but at CFA - 8 (the rule cache's
+    /// only place), or if its text is larger than 4 GiB.
+    pub(crate) fn build(
+        header: &sframe::Header,
+        packed: &[sframe::PackedFde],
+        row_first: &[u32],
+        rows: &[sframe::PackedRow],
+    ) -> Result<UsualRows> {
+        if header.fixed_ra_offset() != Some(-8) || row_first.len() != packed.len() {
+            return Ok(UsualRows::new());
+        }
+        // A function gives its rows, and at most one entry before them and
+        // one after.
+        let cap = rows.len() + 2 * packed.len();
+        let mut starts = KVVec::with_capacity(cap, gfp())?;
+        let mut words = KVVec::with_capacity(cap, gfp())?;
+        for (i, f) in packed.iter().enumerate() {
+            let start = u64::from(f.start());
+            // A lookup takes the last function starting at or below a PC,
+            // if the PC is within it: this one up to the next one's start.
+            let next = packed.get(i + 1).map(|g| u64::from(g.start()));
+            let end = f.end().min(next.unwrap_or(u64::MAX));
+            if end <= start {
+                continue;
+            }
+            let lo = row_first.get(i).map_or(rows.len(), |&r| r as usize);
+            let hi = row_first.get(i + 1).map_or(rows.len(), |&r| r as usize);
+            let fn_rows = rows.get(lo..hi).unwrap_or(&[]);
+            // A PLT's rows repeat in blocks: none of its PCs is usual here.
+            let inc = f.pc_type() == sframe::PcType::Inc;
+            let mut push = |at: u64, w: u16| -> Result<bool> {
+                let Ok(at) = u32::try_from(at) else {
+                    return Ok(false);
+                };
+                starts.push(at, gfp())?;
+                words.push(w, gfp())?;
+                Ok(true)
+            };
+            let mut fits = true;
+            // Before the first row.
+            if !inc || fn_rows.first().is_none_or(|r| r.start() > 0) {
+                fits &= push(start, 0)?;
+            }
+            for r in fn_rows.iter().filter(|_| inc) {
+                let at = start + u64::from(r.start());
+                if at >= end {
+                    break;
+                }
+                fits &= push(at, word_of(header.version, f, r))?;
+            }
+            // Past the function, up to the next one: no function.
+            if next.is_none_or(|n| end < n) {
+                fits &= push(end, 0)?;
+            }
+            if !fits {
+                return Ok(UsualRows::new());
+            }
+        }
+        let (Some(&first), Some(&last)) = (starts.first(), starts.last()) else {
+            return Ok(UsualRows::new());
+        };
+        // Blocks of at least 128 bytes, fewer than one for two entries.
+        let span = u64::from(last - first);
+        let most = (starts.len() / 2).max(1) as u64;
+        let mut shift = MIN_BLOCK_SHIFT;
+        while span >> shift >= most {
+            shift += 1;
+        }
+        let nblocks = (span >> shift) as usize + 1;
+        let mut blocks = KVVec::with_capacity(nblocks, gfp())?;
+        let mut k = 0;
+        for b in 0..nblocks {
+            let block_start = u64::from(first) + ((b as u64) << shift);
+            while starts.get(k).is_some_and(|&s| u64::from(s) <= block_start) {
+                k += 1;
+            }
+            // At most `cap`, which the section's counts bound (u32).
+            blocks.push(k as u32, gfp())?;
+        }
+        Ok(UsualRows {
+            starts,
+            words,
+            blocks,
+            shift,
+        })
+    }
+
+    /// The rule cache's word for a PC `off` bytes into the text, if a
+    /// usual row describes it (never 0).
+    #[inline]
+    pub(crate) fn word(&self, off: u64) -> Option<u16> {
+        let first = *self.starts.first()?;
+        let last = self.blocks.len().saturating_sub(1) as u64;
+        let b = (off.checked_sub(u64::from(first))? >> self.shift).min(last);
+        // The offsets at or below `off` are the first `blocks[b]`, and at
+        // most those up to the next block's count: only those between are
+        // searched.
+        let lo = *self.blocks.get(b as usize)? as usize;
+        let hi = self
+            .blocks
+            .get(b as usize + 1)
+            .map_or(self.starts.len(), |&h| h as usize);
+        let k = lo
+            + self
+                .starts
+                .get(lo..hi)?
+                .partition_point(|&s| u64::from(s) <= off);
+        let w = *self.words.get(k.checked_sub(1)?)?;
+        (w != 0).then_some(w)
+    }
+
+    /// Kernel memory it takes.
+    pub(crate) fn bytes(&self) -> usize {
+        self.starts.len() * size_of::<u32>()
+            + self.words.len() * size_of::<u16>()
+            + self.blocks.len() * size_of::<u32>()
+    }
+}
