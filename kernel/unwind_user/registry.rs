@@ -741,19 +741,19 @@ impl SframeMm {
     }
 
     /// The frame rule of `pc` (`adj`: a return address minus one), if a
-    /// file's table describes it with a usual row (see [`UsualRows`]),
-    /// cached, and the generation it was found in:
+    /// file's table (or the vDSO's) describes it with a usual row (see
+    /// [`UsualRows`]), cached, and the generation it was found in:
     /// what a cold step takes in nearly every frame of a described file,
     /// in one pass with preemption off, which is also the RCU read-side
     /// section the table is read under. `None` for any other PC, which
     /// [`lookup`](Self::lookup) answers.
     pub(crate) fn usual_rule(&self, pc: usize, adj: bool) -> Option<(u64, CachedRule)> {
-        let no_preempt = NoPreempt::new();
-        // Read before the table, as in `lookup()`.
-        let gen = self.gen();
         if pc < kernel::page::PAGE_SIZE {
             return None;
         }
+        let no_preempt = NoPreempt::new();
+        // Read before the table, as in `lookup()`.
+        let gen = self.gen();
         let (_, e) = self.table_no_preempt(&no_preempt)?.find(pc)?;
         let off = pc.wrapping_sub(e.section.text_start) as u64;
         let word = e.fdes.usual.word(off)?;
@@ -1326,22 +1326,26 @@ mod tests {
         let outer = row(Base::Sp, 8, RegRule::Undefined, RegRule::SameValue);
         let fp_at_cfa = row(Base::Sp, 16, ra, RegRule::CfaOffset(0));
         // (start, size, PC mask, rows): a gap before a function's first
-        // row, between functions, a PLT's repeated rows, a function cut
-        // short by the next, two starting together, one far away.
+        // row, between functions, after one that ends where a function of
+        // size 0 starts, a PLT's repeated rows, a function of size 0 and
+        // one with rows starting together, one far away, one of size 0
+        // last (validation takes all of these; no two overlap).
         type Func<'a> = (u64, u32, bool, &'a [(u32, &'a sframe::Row)]);
-        let funcs: [Func<'_>; 7] = [
+        let funcs: [Func<'_>; 9] = [
             (
                 0x10,
                 0x30,
                 false,
                 &[(0, &entry), (1, &pushed), (4, &framed), (0x20, &odd)],
             ),
-            (0x40, 0x20, false, &[(4, &entry), (0x10, &outer)]),
-            (0x60, 0x40, true, &[(0, &entry), (6, &pushed)]),
-            (0x100, 0x20, false, &[(0, &entry)]),
-            (0x110, 0x30, false, &[(0, &pushed), (8, &fp_at_cfa)]),
-            (0x110, 0x10, false, &[(0, &entry)]),
+            (0x40, 0, false, &[]),
+            (0x50, 0x20, false, &[(4, &entry), (0x10, &outer)]),
+            (0x70, 0x40, true, &[(0, &entry), (6, &pushed)]),
+            (0x100, 0x10, false, &[(0, &entry)]),
+            (0x110, 0, false, &[]),
+            (0x110, 0x10, false, &[(0, &pushed), (8, &fp_at_cfa)]),
             (0x10000, 0x10, false, &[(0, &framed)]),
+            (0x10010, 0, false, &[]),
         ];
         let mut packed = KVVec::new();
         let mut row_first = KVVec::new();
@@ -1362,17 +1366,30 @@ mod tests {
             }
         }
         let fdes = Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows)?;
-        // What the full lookup finds, made a word as the flattening does.
+        // The rule the step gives the full lookup's row, if the rule cache
+        // can hold it; a PLT's rows are left to the full lookup.
         let full = |off| {
             let (i, f) = fdes.find(off)?;
-            let KnownRow::Row(r) = fdes.known_row(i, &f, off) else {
+            let fde = f.unpack(hdr.version, 0, i).ok()?;
+            let row = match fdes.known_row(i, &f, off) {
+                KnownRow::Row(r) => r.unpack(&hdr, &fde)?,
+                _ => return None,
+            };
+            if row.signal_frame || f.pc_type() != sframe::PcType::Inc {
+                return None;
+            }
+            let crate::step::Rule::Frame(r) = crate::step::rule(&row)? else {
                 return None;
             };
-            let w = crate::usual::word_of(hdr.version, &f, &r);
-            (w != 0 && f.pc_type() == sframe::PcType::Inc).then_some(w)
+            let rule = CachedRule {
+                cfa_off: r.cfa_off,
+                fp_off: r.fp_off,
+                use_fp: r.use_fp,
+            };
+            (r.ra_off == -8).then_some(rule)?.word().map(|_| rule)
         };
-        for off in Iterator::chain(0..0x200, 0xfff0..0x10020) {
-            assert_eq!(fdes.usual.word(off), full(off));
+        for off in Iterator::chain(0..0x200, 0xfff0..0x10040) {
+            assert_eq!(fdes.usual.word(off).map(CachedRule::from_word), full(off));
         }
         let word = |r: &sframe::Row| {
             let p = sframe::PackedRow::pack(&hdr, 0, r);
@@ -1390,15 +1407,15 @@ mod tests {
             (at(0x10), at(0x11), at(0x14)),
             (word(&entry), word(&pushed), word(&framed))
         );
+        // The odd row; after a function, before a function of size 0.
+        assert_eq!((at(0x30), at(0x40), at(0x4f)), (None, None, None));
+        assert_eq!((at(0x50), at(0x54), at(0x60)), (None, word(&entry), None));
+        assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, None, word(&entry)));
         assert_eq!(
-            (at(0x30), at(0x40), at(0x44), at(0x50)),
-            (None, None, word(&entry), None)
+            (at(0x110), at(0x118), at(0x120)),
+            (word(&pushed), None, None)
         );
-        assert_eq!((at(0x66), at(0xa0), at(0x100)), (None, None, word(&entry)));
-        assert_eq!(
-            (at(0x110), at(0x120), at(0x10000)),
-            (word(&entry), None, word(&framed))
-        );
+        assert_eq!((at(0x10000), at(0x10010)), (word(&framed), None));
         assert!(word(&entry).is_some() && word(&pushed).is_some() && word(&framed).is_some());
         // No rows, nothing usual.
         assert_eq!(none()?.usual.word(0x10), None);

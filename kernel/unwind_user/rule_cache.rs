@@ -68,19 +68,6 @@ impl CachedRule {
     }
 }
 
-impl Cached {
-    /// What a slot of the cache holds for it (its bits 15-0); `None` for
-    /// a rule that does not fit.
-    pub(crate) fn word(self) -> Option<u16> {
-        match self {
-            Cached::FramePointer => Some(0),
-            Cached::End => Some(1),
-            Cached::FramePointerInCode => Some(2),
-            Cached::Rule(r) => r.word(),
-        }
-    }
-}
-
 /// What the rule cache knows of a PC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Cached {
@@ -97,6 +84,19 @@ pub(crate) enum Cached {
     /// The PC is in a section's text but no row describes it, and the
     /// section does not say its code keeps frame pointers: the walk ends.
     End,
+}
+
+impl Cached {
+    /// What a slot of the cache holds for it (its bits 15-0); `None` for
+    /// a rule that does not fit.
+    pub(crate) fn word(self) -> Option<u16> {
+        match self {
+            Cached::FramePointer => Some(0),
+            Cached::End => Some(1),
+            Cached::FramePointerInCode => Some(2),
+            Cached::Rule(r) => r.word(),
+        }
+    }
 }
 
 // `read_once()` and `write_once()` rely on x86-64's memory model.

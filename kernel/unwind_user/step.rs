@@ -33,7 +33,7 @@ const WALK_BYTES_NOFAULT: u32 = 32 << 10;
 const WALK_BYTES: u32 = 256 << 10;
 
 /// What user.c should do with a frame an SFrame row describes.
-enum Rule {
+pub(crate) enum Rule {
     /// Apply this frame rule.
     Frame(bindings::unwind_user_frame),
     /// The row marks the outermost frame: the walk ends here, cleanly.
@@ -43,7 +43,7 @@ enum Rule {
 /// Translates an SFrame row into the generic step's frame rule, or `None`
 /// if the row needs more than it can express (a CFA or register rule based
 /// on a register other than SP and FP, or a dereferenced CFA).
-fn rule(row: &Row) -> Option<Rule> {
+pub(crate) fn rule(row: &Row) -> Option<Rule> {
     if row.outermost || row.ra == RegRule::Undefined {
         return Some(Rule::Outermost);
     }

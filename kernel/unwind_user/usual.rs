@@ -25,11 +25,12 @@ const MIN_BLOCK_SHIFT: u32 = 7;
 ///
 /// # Invariants
 ///
-/// `starts` is ascending and as long as `words`; `blocks[b]` is how many
+/// `starts` is ascending (not strictly: of equal offsets the last holds
+/// the rule) and as long as `words`; `blocks[b]` is how many
 /// of `starts` are at or below `starts[0] + (b << shift)`, and is empty
 /// only if `starts` is.
 pub(crate) struct UsualRows {
-    /// Text offsets where a rule starts, ascending.
+    /// Text offsets where a rule starts, ascending (see the invariants).
     starts: KVVec<u32>,
     /// The rule from there on, as [`CachedRule::word`] packs it; 0: none
     /// here.
@@ -67,7 +68,7 @@ pub(crate) fn word_of(
 }
 
 impl UsualRows {
-    /// None.
+    /// No usual rows: every lookup is left to the full one.
     pub(crate) fn new() -> UsualRows {
         UsualRows {
             starts: KVVec::new(),
@@ -123,17 +124,19 @@ impl UsualRows {
             if !inc || fn_rows.first().is_none_or(|r| r.start() > 0) {
                 fits &= push(start, 0)?;
             }
-            for r in fn_rows.iter().filter(|_| inc) {
-                let at = start + u64::from(r.start());
-                if at >= end {
-                    break;
+            if inc {
+                for r in fn_rows {
+                    let at = start + u64::from(r.start());
+                    if at >= end {
+                        break;
+                    }
+                    fits &= push(at, word_of(header.version, f, r))?;
                 }
-                fits &= push(at, word_of(header.version, f, r))?;
             }
-            // Past the function, up to the next one: no function.
-            if next.is_none_or(|n| end < n) {
-                fits &= push(end, 0)?;
-            }
+            // Past the function: no function, up to the next one that has
+            // code (an entry of the next at the same offset comes after
+            // this one, and wins; a function of size 0 pushes nothing).
+            fits &= push(end, 0)?;
             if !fits {
                 return Ok(UsualRows::new());
             }
@@ -191,10 +194,11 @@ impl UsualRows {
         (w != 0).then_some(w)
     }
 
-    /// Kernel memory it takes.
+    /// Kernel memory it takes (as allocated: room for two entries a
+    /// function that the rows may not use).
     pub(crate) fn bytes(&self) -> usize {
-        self.starts.len() * size_of::<u32>()
-            + self.words.len() * size_of::<u16>()
-            + self.blocks.len() * size_of::<u32>()
+        self.starts.capacity() * size_of::<u32>()
+            + self.words.capacity() * size_of::<u16>()
+            + self.blocks.capacity() * size_of::<u32>()
     }
 }
