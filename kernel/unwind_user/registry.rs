@@ -1077,6 +1077,25 @@ pub(crate) mod fixtures {
         s.map(|s| *s.header()).map_err(|_| EINVAL)
     }
 
+    /// A row with these rules, of no signal trampoline, not outermost.
+    pub(crate) fn row(
+        cfa: sframe::CfaRule,
+        ra: sframe::RegRule,
+        fp: sframe::RegRule,
+    ) -> sframe::Row {
+        sframe::Row {
+            cfa,
+            ra,
+            fp,
+            signal_frame: false,
+            outermost: false,
+            ra_mangled: false,
+            func_start: 0x1000,
+            func_size: 0x20,
+            fre_start: 0,
+        }
+    }
+
     /// A table without functions, for registry tests.
     pub(crate) fn none() -> Result<Arc<Fdes>> {
         Fdes::new(header()?, KVVec::new(), KVVec::new())
@@ -1302,20 +1321,13 @@ mod tests {
             sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
                 .map_err(|_| EINVAL)?;
         let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
-        let row = |base, offset, ra, fp| sframe::Row {
-            cfa: CfaRule {
+        let row = |base, offset, ra, fp| {
+            let cfa = CfaRule {
                 base,
                 offset,
                 deref: false,
-            },
-            ra,
-            fp,
-            signal_frame: false,
-            outermost: false,
-            ra_mangled: false,
-            func_start: 0,
-            func_size: 0,
-            fre_start: 0,
+            };
+            row(cfa, ra, fp)
         };
         let ra = RegRule::CfaOffset(-8);
         let entry = row(Base::Sp, 8, ra, RegRule::SameValue);
@@ -1381,42 +1393,33 @@ mod tests {
             let crate::step::Rule::Frame(r) = crate::step::rule(&row)? else {
                 return None;
             };
-            let rule = CachedRule {
-                cfa_off: r.cfa_off,
-                fp_off: r.fp_off,
-                use_fp: r.use_fp,
-            };
-            (r.ra_off == -8).then_some(rule)?.word().map(|_| rule)
+            let rule = CachedRule::of_frame(&r)?;
+            rule.word().map(|_| rule)
         };
         for off in Iterator::chain(0..0x200, 0xfff0..0x10040) {
             assert_eq!(fdes.usual.word(off).map(CachedRule::from_word), full(off));
         }
-        let word = |r: &sframe::Row| {
-            let p = sframe::PackedRow::pack(&hdr, 0, r);
-            p.simple().and_then(|s| {
-                CachedRule {
-                    cfa_off: s.cfa_off,
-                    fp_off: s.fp_off.unwrap_or(0),
-                    use_fp: s.cfa_on_fp,
-                }
-                .word()
+        // The usual rules, as the step would take them.
+        let rule = |cfa_off, fp_off, use_fp| {
+            Some(CachedRule {
+                cfa_off,
+                fp_off,
+                use_fp,
             })
         };
-        let at = |off| fdes.usual.word(off);
+        let (entry_rule, pushed_rule, framed_rule) =
+            (rule(8, 0, false), rule(16, -16, false), rule(16, -16, true));
+        let at = |off| fdes.usual.word(off).map(CachedRule::from_word);
         assert_eq!(
             (at(0x10), at(0x11), at(0x14)),
-            (word(&entry), word(&pushed), word(&framed))
+            (entry_rule, pushed_rule, framed_rule)
         );
         // The odd row; after a function, before a function of size 0.
         assert_eq!((at(0x30), at(0x40), at(0x4f)), (None, None, None));
-        assert_eq!((at(0x50), at(0x54), at(0x60)), (None, word(&entry), None));
-        assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, None, word(&entry)));
-        assert_eq!(
-            (at(0x110), at(0x118), at(0x120)),
-            (word(&pushed), None, None)
-        );
-        assert_eq!((at(0x10000), at(0x10010)), (word(&framed), None));
-        assert!(word(&entry).is_some() && word(&pushed).is_some() && word(&framed).is_some());
+        assert_eq!((at(0x50), at(0x54), at(0x60)), (None, entry_rule, None));
+        assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, None, entry_rule));
+        assert_eq!((at(0x110), at(0x118), at(0x120)), (pushed_rule, None, None));
+        assert_eq!((at(0x10000), at(0x10010)), (framed_rule, None));
         // No rows, nothing usual.
         assert_eq!(none()?.usual.word(0x10), None);
         Ok(())

@@ -55,6 +55,16 @@ impl CachedRule {
         }
     }
 
+    /// The rule of frame rule `f`, if its return address is at CFA - 8
+    /// (the only place the cache keeps): [`frame`](Self::frame) undone.
+    pub(crate) fn of_frame(f: &bindings::unwind_user_frame) -> Option<CachedRule> {
+        (f.ra_off == -8).then_some(CachedRule {
+            cfa_off: f.cfa_off,
+            fp_off: f.fp_off,
+            use_fp: f.use_fp,
+        })
+    }
+
     /// The frame rule for the generic step.
     #[inline(always)]
     pub(crate) fn frame(self) -> bindings::unwind_user_frame {

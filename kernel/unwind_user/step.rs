@@ -458,12 +458,8 @@ fn lookup_step(
     match row.as_ref().filter(|r| !r.signal_frame).and_then(rule) {
         Some(Rule::Frame(f)) => {
             bump(&mut state.sframe_frames);
-            if f.ra_off == -8 {
-                remember(Cached::Rule(CachedRule {
-                    cfa_off: f.cfa_off,
-                    fp_off: f.fp_off,
-                    use_fp: f.use_fp,
-                }));
+            if let Some(r) = CachedRule::of_frame(&f) {
+                remember(Cached::Rule(r));
             }
             *frame = f;
             Ok(Step::Frame)
@@ -526,22 +522,8 @@ fn lookup_step(
 #[kunit_tests(unwind_user_step)]
 mod tests {
     use super::*;
-    use crate::registry::fixtures::TEST_SECTION;
+    use crate::registry::fixtures::{row, TEST_SECTION};
     use sframe::CfaRule;
-
-    fn row(cfa: CfaRule, ra: RegRule, fp: RegRule) -> sframe::Row {
-        sframe::Row {
-            cfa,
-            ra,
-            fp,
-            signal_frame: false,
-            outermost: false,
-            ra_mangled: false,
-            func_start: 0x1000,
-            func_size: 0x20,
-            fre_start: 0,
-        }
-    }
 
     fn frame(r: &sframe::Row) -> Option<(i32, i32, i32, bool)> {
         match rule(r)? {
