@@ -348,11 +348,12 @@ mod tests {
         bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
         let fdes = validate_resident(&s, bytes)?.shared()?;
         // One function of 4 rows, all decoded: the section is not kept.
-        // Its usual rows flattened: room for its 4 rows and two entries a
-        // function, 6 bytes each, one block of the index (4 bytes).
+        // Its usual rows flattened: room for the text before the function,
+        // its 4 rows and two entries a function, 6 bytes each, one block of
+        // the index (4 bytes).
         assert_eq!(
             fdes.bytes(),
-            size_of::<sframe::PackedFde>() + 4 * size_of::<sframe::PackedRow>() + 4 + 6 * 6 + 4
+            size_of::<sframe::PackedFde>() + 4 * size_of::<sframe::PackedRow>() + 4 + 7 * 6 + 4
         );
         let mut mm = registry::SframeMm::new()?;
         let mut mm = mm.exclusive();

@@ -740,14 +740,16 @@ impl SframeMm {
         Lookup { found, gen }
     }
 
-    /// The frame rule of `pc` (`adj`: a return address minus one), if a
-    /// file's table (or the vDSO's) describes it with a usual row (see
-    /// [`UsualRows`]), cached, and the generation it was found in:
-    /// what a cold step takes in nearly every frame of a described file,
-    /// in one pass with preemption off, which is also the RCU read-side
-    /// section the table is read under. `None` for any other PC, which
-    /// [`lookup`](Self::lookup) answers.
-    pub(crate) fn usual_rule(&self, pc: usize, adj: bool) -> Option<(u64, CachedRule)> {
+    /// What a file's table (or the vDSO's) says of `pc` (`adj`: a return
+    /// address minus one) if its usual rows know (see [`UsualRows`]), and
+    /// the generation it was found in: a usual row's rule, cached, or
+    /// [`Cached::End`] or [`Cached::FramePointerInCode`] where no row
+    /// describes `pc`, which the caller caches unless `pc` is the signal
+    /// trampoline. What a cold step takes in nearly every frame of a
+    /// described file, in one pass with preemption off, which is also the
+    /// RCU read-side section the table is read under. `None` for any other
+    /// PC, which [`lookup`](Self::lookup) answers.
+    pub(crate) fn usual_rule(&self, pc: usize, adj: bool) -> Option<(u64, Cached)> {
         if pc < kernel::page::PAGE_SIZE {
             return None;
         }
@@ -757,8 +759,11 @@ impl SframeMm {
         let (_, e) = self.table_no_preempt(&no_preempt)?.find(pc)?;
         let off = pc.wrapping_sub(e.section.text_start) as u64;
         let word = e.fdes.usual.word(off)?;
-        self.store(&no_preempt, pc, adj, gen, word);
-        Some((gen, CachedRule::from_word(word)))
+        let found = Cached::from_word(word);
+        if let Cached::Rule(_) = found {
+            self.store(&no_preempt, pc, adj, gen, word);
+        }
+        Some((gen, found))
     }
 
     /// Calls `f` with the bytes of the file's section `found` came from,
@@ -1378,14 +1383,19 @@ mod tests {
             }
         }
         let fdes = Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows)?;
-        // The rule the step gives the full lookup's row, if the rule cache
-        // can hold it; a PLT's rows are left to the full lookup.
+        // What the step gives the full lookup's answer: the rule of its row,
+        // if the rule cache can hold it (a PLT's rows are left to the full
+        // lookup); the end of the walk where no row describes the PC (the
+        // section does not say its code keeps frame pointers).
         let full = |off| {
-            let (i, f) = fdes.find(off)?;
+            let Some((i, f)) = fdes.find(off) else {
+                return Some(Cached::End);
+            };
             let fde = f.unpack(hdr.version, 0, i).ok()?;
             let row = match fdes.known_row(i, &f, off) {
                 KnownRow::Row(r) => r.unpack(&hdr, &fde)?,
-                _ => return None,
+                KnownRow::Uncovered => return Some(Cached::End),
+                KnownRow::Read => return None,
             };
             if row.signal_frame || f.pc_type() != sframe::PcType::Inc {
                 return None;
@@ -1394,32 +1404,33 @@ mod tests {
                 return None;
             };
             let rule = CachedRule::of_frame(&r)?;
-            rule.word().map(|_| rule)
+            rule.word().map(|_| Cached::Rule(rule))
         };
+        let at = |off| fdes.usual.word(off).map(Cached::from_word);
         for off in Iterator::chain(0..0x200, 0xfff0..0x10040) {
-            assert_eq!(fdes.usual.word(off).map(CachedRule::from_word), full(off));
+            assert_eq!(at(off), full(off));
         }
         // The usual rules, as the step would take them.
         let rule = |cfa_off, fp_off, use_fp| {
-            Some(CachedRule {
+            Some(Cached::Rule(CachedRule {
                 cfa_off,
                 fp_off,
                 use_fp,
-            })
+            }))
         };
         let (entry_rule, pushed_rule, framed_rule) =
             (rule(8, 0, false), rule(16, -16, false), rule(16, -16, true));
-        let at = |off| fdes.usual.word(off).map(CachedRule::from_word);
+        let end = Some(Cached::End);
         assert_eq!(
-            (at(0x10), at(0x11), at(0x14)),
-            (entry_rule, pushed_rule, framed_rule)
+            (at(0), at(0x10), at(0x11), at(0x14)),
+            (end, entry_rule, pushed_rule, framed_rule)
         );
         // The odd row; after a function, before a function of size 0.
-        assert_eq!((at(0x30), at(0x40), at(0x4f)), (None, None, None));
-        assert_eq!((at(0x50), at(0x54), at(0x60)), (None, entry_rule, None));
-        assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, None, entry_rule));
-        assert_eq!((at(0x110), at(0x118), at(0x120)), (pushed_rule, None, None));
-        assert_eq!((at(0x10000), at(0x10010)), (framed_rule, None));
+        assert_eq!((at(0x30), at(0x40), at(0x4f)), (None, end, end));
+        assert_eq!((at(0x50), at(0x54), at(0x60)), (end, entry_rule, None));
+        assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, end, entry_rule));
+        assert_eq!((at(0x110), at(0x118), at(0x120)), (pushed_rule, None, end));
+        assert_eq!((at(0x10000), at(0x10010)), (framed_rule, end));
         // No rows, nothing usual.
         assert_eq!(none()?.usual.word(0x10), None);
         Ok(())

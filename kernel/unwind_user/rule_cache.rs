@@ -107,6 +107,17 @@ impl Cached {
             Cached::Rule(r) => r.word(),
         }
     }
+
+    /// What a [`word`](Self::word) holds.
+    #[inline(always)]
+    pub(crate) fn from_word(w: u16) -> Cached {
+        match w {
+            0 => Cached::FramePointer,
+            1 => Cached::End,
+            2 => Cached::FramePointerInCode,
+            rule => Cached::Rule(CachedRule::from_word(rule)),
+        }
+    }
 }
 
 // `read_once()` and `write_once()` rely on x86-64's memory model.
@@ -216,12 +227,7 @@ impl RuleCache {
             .iter()
             .map(read_once)
             .find(|&w| w ^ key < 1 << 16)?;
-        Some(match w as u16 {
-            0 => Cached::FramePointer,
-            1 => Cached::End,
-            2 => Cached::FramePointerInCode,
-            rule => Cached::Rule(CachedRule::from_word(rule)),
-        })
+        Some(Cached::from_word(w as u16))
     }
 
     /// Stores what `pc` unwinds with, `word` ([`Cached::word`]), in

@@ -370,6 +370,15 @@ fn lookup_pc(state: &bindings::unwind_user_state) -> (usize, bool) {
     (state.ip.wrapping_sub(usize::from(adj)), adj)
 }
 
+/// How this walk reads the task's memory.
+fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
+    if state.nofault {
+        UserMem::NoFault
+    } else {
+        UserMem::Faultable
+    }
+}
+
 /// [`next`] for a PC the rule cache does not hold: looks it up in the
 /// registry and its section, and caches what it found. It finds the PC
 /// again rather than take it from [`next`]: fewer values live across the
@@ -381,13 +390,37 @@ fn next_uncached(
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
     let (pc, adj) = lookup_pc(state);
-    // A file's table's usual row: the frame rule at once, cached.
-    if let Some((gen, r)) = mm.usual_rule(pc, adj) {
-        // A walk that meets a newer generation goes on with it, as below.
-        state.sframe_gen = gen;
-        bump(&mut state.sframe_frames);
-        *frame = r.frame();
-        return 0;
+    match mm.usual_rule(pc, adj) {
+        // A file's table's usual row: the frame rule at once, cached.
+        Some((gen, Cached::Rule(r))) => {
+            // A walk that meets a newer generation goes on with it, as below.
+            state.sframe_gen = gen;
+            bump(&mut state.sframe_frames);
+            *frame = r.frame();
+            return 0;
+        }
+        // No row of a file's table describes `pc`: what lookup_step()'s
+        // arms for such a PC do, unless it is the signal trampoline, whose
+        // frame lookup_step() steps over.
+        Some((gen, no_row)) => {
+            state.sframe_gen = gen;
+            match at_sigreturn(state, user_mem(state)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    mm.remember(pc, adj, gen, no_row);
+                    let e = if no_row == Cached::End {
+                        bump(&mut state.sframe_frames);
+                        EINVAL
+                    } else {
+                        bump(&mut state.sframe_fallbacks);
+                        ENOENT
+                    };
+                    return e.to_errno();
+                }
+                Err(e) => return e.to_errno(),
+            }
+        }
+        None => {}
     }
     match lookup_step(mm, state, frame, pc, adj) {
         Ok(Step::Frame) => 0,
@@ -444,11 +477,7 @@ fn lookup_step(
     // as current as the walk.
     state.sframe_gen = lookup.gen;
     let remember = |c| mm.remember(pc, adj, lookup.gen, c);
-    let mem = if state.nofault {
-        UserMem::NoFault
-    } else {
-        UserMem::Faultable
-    };
+    let mem = user_mem(state);
     let found = lookup.found;
     // The row for `pc`, or `None` when no section describes it.
     let row = match &found {
@@ -590,15 +619,22 @@ mod tests {
         // cold step takes at once is the one the full lookup's row gives,
         // and it is cached.
         for pc in 0x11000..0x11020 {
-            let (gen, r) = mm.usual_rule(pc, true).ok_or(ENOENT)?;
+            let Some((gen, Cached::Rule(r))) = mm.usual_rule(pc, true) else {
+                return Err(ENOENT);
+            };
             let row = mm.lookup(pc).found.ok_or(ENOENT)?.known_row();
             assert_eq!(Some(tuple(r.frame())), row.as_ref().and_then(frame));
             assert_eq!(mm.cached(pc, true, gen), Some(Cached::Rule(r)));
         }
-        // No function, no registration: the full lookup answers.
-        assert!(mm.usual_rule(0x11020, true).is_none());
+        // In the text, no function: the walk ends there (the section does
+        // not say its code keeps frame pointers), which the step caches
+        // once it knows the PC is not the signal trampoline.
+        let gen = mm.gen();
+        assert!(mm.lookup(0x11020).found.is_some_and(|f| f.fde.is_none()));
+        assert_eq!(mm.usual_rule(0x11020, true), Some((gen, Cached::End)));
+        assert_eq!(mm.cached(0x11020, true, gen), None);
+        // No registration: the full lookup answers.
         assert!(mm.usual_rule(0x11100, true).is_none());
-        assert_eq!(mm.cached(0x11020, true, mm.gen()), None);
         Ok(())
     }
 

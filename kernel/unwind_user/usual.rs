@@ -10,12 +10,18 @@
 //! are kept here a second time, as the ORC unwinder keeps its table: one
 //! array of text offsets, ascending, where a rule starts, the rule as the
 //! rule cache's slot holds it, and an index by text block into the array,
-//! so that a PC's rule is a search of the few offsets of its block. Any
-//! other PC (another row, no row, a PLT's repeated rows, a signal
-//! trampoline, code between functions) has a 0 rule here and takes the
-//! full lookup.
+//! so that a PC's rule is a search of the few offsets of its block. A PC
+//! no row describes (code between functions, before a function's first
+//! row) has there what the full lookup would find for it: the walk ends,
+//! or takes the frame-pointer rule if the section says its code keeps
+//! frame pointers; unless it is the signal trampoline, which the step
+//! checks. Any other PC (another row, a PLT's repeated rows, a signal
+//! frame's) has a 0 word here and takes the full lookup.
 
-use crate::{registry::gfp, rule_cache::CachedRule};
+use crate::{
+    registry::gfp,
+    rule_cache::{Cached, CachedRule},
+};
 use kernel::{alloc::KVVec, prelude::*};
 
 /// Smallest text block of the index: 128 bytes.
@@ -25,15 +31,17 @@ const MIN_BLOCK_SHIFT: u32 = 7;
 ///
 /// # Invariants
 ///
-/// `starts` is ascending (not strictly: of equal offsets the last holds
-/// the rule) and as long as `words`; `blocks[b]` is how many
-/// of `starts` are at or below `starts[0] + (b << shift)`, and is empty
-/// only if `starts` is.
+/// `starts` is strictly ascending and as long as `words`; `blocks[b]` is
+/// how many of `starts` are at or below `starts[0] + (b << shift)`, and is
+/// empty only if `starts` is.
 pub(crate) struct UsualRows {
     /// Text offsets where a rule starts, ascending (see the invariants).
     starts: KVVec<u32>,
-    /// The rule from there on, as [`CachedRule::word`] packs it; 0: none
-    /// here.
+    /// The answer from there on, as the rule cache's slot holds it
+    /// ([`Cached::word`]): a usual row's rule, or, where no row describes
+    /// the PC, [`Cached::End`] or [`Cached::FramePointerInCode`]; 0: the
+    /// full lookup's to give (never [`Cached::FramePointer`], which is 0
+    /// too: code in a section's text is code).
     words: KVVec<u16>,
     /// The index by block (see the invariants).
     blocks: KVVec<u32>,
@@ -67,6 +75,31 @@ pub(crate) fn word_of(
     rule.word().unwrap_or(0)
 }
 
+/// Drops the entries a lookup never lands on or need not: of entries at
+/// one offset all but the last (which wins), and any with the word of the
+/// entry kept before it.
+fn compact(starts: &mut KVVec<u32>, words: &mut KVVec<u16>) {
+    let n = starts.len().min(words.len());
+    let mut kept = 0;
+    for i in 0..n {
+        let (Some(&at), Some(&w)) = (starts.get(i), words.get(i)) else {
+            break;
+        };
+        if starts.get(i + 1) == Some(&at) {
+            continue;
+        }
+        if kept > 0 && words.get(kept - 1) == Some(&w) {
+            continue;
+        }
+        if let (Some(s), Some(d)) = (starts.get_mut(kept), words.get_mut(kept)) {
+            (*s, *d) = (at, w);
+        }
+        kept += 1;
+    }
+    starts.truncate(kept);
+    words.truncate(kept);
+}
+
 impl UsualRows {
     /// No usual rows: every lookup is left to the full one.
     pub(crate) fn new() -> UsualRows {
@@ -92,11 +125,21 @@ impl UsualRows {
         if header.fixed_ra_offset() != Some(-8) || row_first.len() != packed.len() {
             return Ok(UsualRows::new());
         }
-        // A function gives its rows, and at most one entry before them and
-        // one after.
-        let cap = rows.len() + 2 * packed.len();
+        // What the step does where no row describes a PC (and the PC is not
+        // the trampoline): an expression of `next_uncached()`'s arms.
+        let no_row = if header.keeps_frame_pointers() {
+            Cached::FramePointerInCode
+        } else {
+            Cached::End
+        };
+        let no_row = no_row.word().unwrap_or(0);
+        // The text before the first function, then per function its rows
+        // and at most one entry before them and one after.
+        let cap = 1 + rows.len() + 2 * packed.len();
         let mut starts = KVVec::with_capacity(cap, gfp())?;
         let mut words = KVVec::with_capacity(cap, gfp())?;
+        starts.push(0, gfp())?;
+        words.push(no_row, gfp())?;
         for (i, f) in packed.iter().enumerate() {
             let start = u64::from(f.start());
             // A lookup takes the last function starting at or below a PC,
@@ -120,9 +163,11 @@ impl UsualRows {
                 Ok(true)
             };
             let mut fits = true;
-            // Before the first row.
-            if !inc || fn_rows.first().is_none_or(|r| r.start() > 0) {
+            // Before the first row; a PLT's PCs are all the full lookup's.
+            if !inc {
                 fits &= push(start, 0)?;
+            } else if fn_rows.first().is_none_or(|r| r.start() > 0) {
+                fits &= push(start, no_row)?;
             }
             if inc {
                 for r in fn_rows {
@@ -136,11 +181,12 @@ impl UsualRows {
             // Past the function: no function, up to the next one that has
             // code (an entry of the next at the same offset comes after
             // this one, and wins; a function of size 0 pushes nothing).
-            fits &= push(end, 0)?;
+            fits &= push(end, no_row)?;
             if !fits {
                 return Ok(UsualRows::new());
             }
         }
+        compact(&mut starts, &mut words);
         let (Some(&first), Some(&last)) = (starts.first(), starts.last()) else {
             return Ok(UsualRows::new());
         };
@@ -171,7 +217,7 @@ impl UsualRows {
     }
 
     /// The rule cache's word for a PC `off` bytes into the text, if a
-    /// usual row describes it (never 0).
+    /// usual row or no row describes it (never 0).
     #[inline]
     pub(crate) fn word(&self, off: u64) -> Option<u16> {
         let first = *self.starts.first()?;
