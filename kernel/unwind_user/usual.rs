@@ -31,9 +31,10 @@ const MIN_BLOCK_SHIFT: u32 = 7;
 ///
 /// # Invariants
 ///
-/// `starts` is strictly ascending and as long as `words`; `blocks[b]` is
-/// how many of `starts` are at or below `starts[0] + (b << shift)`, and is
-/// empty only if `starts` is.
+/// `starts` is strictly ascending, starts with 0 and is as long as
+/// `words`; `blocks[b]` is how many of `starts` are at or below
+/// `b << shift`, for each block `b` from 0 to the one of the last of
+/// `starts`, and then `starts.len()`. All three are empty, or none.
 pub(crate) struct UsualRows {
     /// Text offsets where a rule starts, ascending (see the invariants).
     starts: KVVec<u32>,
@@ -187,27 +188,29 @@ impl UsualRows {
             }
         }
         compact(&mut starts, &mut words);
-        let (Some(&first), Some(&last)) = (starts.first(), starts.last()) else {
+        // The entry at 0 stays first (the last of those at 0).
+        let Some(&last) = starts.last() else {
             return Ok(UsualRows::new());
         };
         // Blocks of at least 128 bytes, fewer than one for two entries.
-        let span = u64::from(last - first);
         let most = (starts.len() / 2).max(1) as u64;
         let mut shift = MIN_BLOCK_SHIFT;
-        while span >> shift >= most {
+        while u64::from(last) >> shift >= most {
             shift += 1;
         }
-        let nblocks = (span >> shift) as usize + 1;
-        let mut blocks = KVVec::with_capacity(nblocks, gfp())?;
+        let nblocks = (u64::from(last) >> shift) as usize + 1;
+        let mut blocks = KVVec::with_capacity(nblocks + 1, gfp())?;
         let mut k = 0;
         for b in 0..nblocks {
-            let block_start = u64::from(first) + ((b as u64) << shift);
+            let block_start = (b as u64) << shift;
             while starts.get(k).is_some_and(|&s| u64::from(s) <= block_start) {
                 k += 1;
             }
             // At most `cap`, which the section's counts bound (u32).
             blocks.push(k as u32, gfp())?;
         }
+        // The end of the last block's entries: no bound to check apart.
+        blocks.push(starts.len() as u32, gfp())?;
         Ok(UsualRows {
             starts,
             words,
@@ -220,17 +223,13 @@ impl UsualRows {
     /// usual row or no row describes it (never 0).
     #[inline]
     pub(crate) fn word(&self, off: u64) -> Option<u16> {
-        let first = *self.starts.first()?;
-        let last = self.blocks.len().saturating_sub(1) as u64;
-        let b = (off.checked_sub(u64::from(first))? >> self.shift).min(last);
+        let last = self.blocks.len().checked_sub(2)? as u64;
+        let b = (off >> self.shift).min(last) as usize;
         // The offsets at or below `off` are the first `blocks[b]`, and at
         // most those up to the next block's count: only those between are
-        // searched.
-        let lo = *self.blocks.get(b as usize)? as usize;
-        let hi = self
-            .blocks
-            .get(b as usize + 1)
-            .map_or(self.starts.len(), |&h| h as usize);
+        // searched. There is one at or below any `off`: 0.
+        let (&lo, &hi) = (self.blocks.get(b)?, self.blocks.get(b + 1)?);
+        let (lo, hi) = (lo as usize, hi as usize);
         let k = lo
             + self
                 .starts
