@@ -16,7 +16,7 @@
  * Documentation/userspace-api/unwind_user.rst, "Signal frames").
  *
  * Built twice: static (sframe_signal_test: __restore_rt lies in the
- * executable's text, which its section's registration covers) and
+ * executable's text, which the table of its own section covers) and
  * dynamic (sframe_signal_dynamic_test: __restore_rt is in libc.so, which
  * nothing registers).
  */
