@@ -1318,56 +1318,27 @@ mod tests {
         Ok(())
     }
 
-    #[test]
-    fn usual_rows_are_what_the_full_lookup_finds() -> Result {
-        use sframe::{Base, CfaRule, RegRule};
-        let hdr = header()?;
+    /// A function of a made-up table: start, size, PC mask, rows.
+    type Func<'a> = (u64, u32, bool, &'a [(u32, &'a sframe::Row)]);
+
+    /// The file table of `funcs` (sorted, none overlapping, as validation
+    /// takes them), of a section that says its code keeps frame pointers or
+    /// not, with every offset from 0 to past the last function checked, and
+    /// some far past it: its usual rows say what the step gives the full
+    /// lookup's answer, where they answer.
+    fn usual_rows_of(funcs: &[Func<'_>], keeps_fp: bool) -> Result<Fdes> {
+        let mut hdr = header()?;
+        if keeps_fp {
+            hdr.flags |= sframe::F_FRAME_POINTER;
+        }
         let mut sec_bytes =
             sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
                 .map_err(|_| EINVAL)?;
         let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
-        let row = |base, offset, ra, fp| {
-            let cfa = CfaRule {
-                base,
-                offset,
-                deref: false,
-            };
-            row(cfa, ra, fp)
-        };
-        let ra = RegRule::CfaOffset(-8);
-        let entry = row(Base::Sp, 8, ra, RegRule::SameValue);
-        let pushed = row(Base::Sp, 16, ra, RegRule::CfaOffset(-16));
-        let framed = row(Base::Fp, 16, ra, RegRule::CfaOffset(-16));
-        // Not usual, or not a rule the cache holds.
-        let odd = row(Base::Sp, 12, ra, RegRule::SameValue);
-        let outer = row(Base::Sp, 8, RegRule::Undefined, RegRule::SameValue);
-        let fp_at_cfa = row(Base::Sp, 16, ra, RegRule::CfaOffset(0));
-        // (start, size, PC mask, rows): a gap before a function's first
-        // row, between functions, after one that ends where a function of
-        // size 0 starts, a PLT's repeated rows, a function of size 0 and
-        // one with rows starting together, one far away, one of size 0
-        // last (validation takes all of these; no two overlap).
-        type Func<'a> = (u64, u32, bool, &'a [(u32, &'a sframe::Row)]);
-        let funcs: [Func<'_>; 9] = [
-            (
-                0x10,
-                0x30,
-                false,
-                &[(0, &entry), (1, &pushed), (4, &framed), (0x20, &odd)],
-            ),
-            (0x40, 0, false, &[]),
-            (0x50, 0x20, false, &[(4, &entry), (0x10, &outer)]),
-            (0x70, 0x40, true, &[(0, &entry), (6, &pushed)]),
-            (0x100, 0x10, false, &[(0, &entry)]),
-            (0x110, 0, false, &[]),
-            (0x110, 0x10, false, &[(0, &pushed), (8, &fp_at_cfa)]),
-            (0x10000, 0x10, false, &[(0, &framed)]),
-            (0x10010, 0, false, &[]),
-        ];
         let mut packed = KVVec::new();
         let mut row_first = KVVec::new();
         let mut rows = KVVec::new();
-        for (start, size, mask, fn_rows) in funcs {
+        for &(start, size, mask, fn_rows) in funcs {
             let f = sframe::Fde {
                 func_start: 0x11000 + start,
                 func_size: size,
@@ -1385,19 +1356,27 @@ mod tests {
         let fdes = Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows)?;
         // What the step gives the full lookup's answer: the rule of its row,
         // if the rule cache can hold it (a PLT's rows are left to the full
-        // lookup); the end of the walk where no row describes the PC (the
-        // section does not say its code keeps frame pointers).
+        // lookup); where no row describes the PC, the walk's end or the
+        // frame-pointer rule, as the header says.
+        let no_row = Some(if keeps_fp {
+            Cached::FramePointerInCode
+        } else {
+            Cached::End
+        });
         let full = |off| {
             let Some((i, f)) = fdes.find(off) else {
-                return Some(Cached::End);
+                return no_row;
             };
+            if f.pc_type() != sframe::PcType::Inc {
+                return None;
+            }
             let fde = f.unpack(hdr.version, 0, i).ok()?;
             let row = match fdes.known_row(i, &f, off) {
                 KnownRow::Row(r) => r.unpack(&hdr, &fde)?,
-                KnownRow::Uncovered => return Some(Cached::End),
+                KnownRow::Uncovered => return no_row,
                 KnownRow::Read => return None,
             };
-            if row.signal_frame || f.pc_type() != sframe::PcType::Inc {
+            if row.signal_frame {
                 return None;
             }
             let crate::step::Rule::Frame(r) = crate::step::rule(&row)? else {
@@ -1406,10 +1385,72 @@ mod tests {
             let rule = CachedRule::of_frame(&r)?;
             rule.word().map(|_| Cached::Rule(rule))
         };
-        let at = |off| fdes.usual.word(off).map(Cached::from_word);
-        for off in Iterator::chain(0..0x200, 0xfff0..0x10040) {
-            assert_eq!(at(off), full(off));
+        let end = funcs
+            .iter()
+            .map(|f| f.0 + u64::from(f.1))
+            .max()
+            .unwrap_or(0);
+        let far = [0x14000, 0xffff_fff0, 0x1_0000_0000, u64::MAX].map(|off| end.max(off));
+        for off in Iterator::chain(0..end + 0x40, far) {
+            let (usual, full) = (fdes.usual.word(off).map(Cached::from_word), full(off));
+            if usual != full {
+                pr_err!("at {off:#x}: {usual:?}, not {full:?}, in {funcs:?}\n");
+            }
+            assert_eq!(usual, full);
         }
+        Ok(fdes)
+    }
+
+    /// The rows of [`usual_rows_of`]'s tests: usual ones, and ones the
+    /// rule cache cannot hold or the one pass leaves to the full lookup.
+    fn test_rows() -> [sframe::Row; 6] {
+        use sframe::{Base, CfaRule, RegRule};
+        let row = |base, offset, ra, fp| {
+            let cfa = CfaRule {
+                base,
+                offset,
+                deref: false,
+            };
+            row(cfa, ra, fp)
+        };
+        let ra = RegRule::CfaOffset(-8);
+        [
+            row(Base::Sp, 8, ra, RegRule::SameValue),
+            row(Base::Sp, 16, ra, RegRule::CfaOffset(-16)),
+            row(Base::Fp, 16, ra, RegRule::CfaOffset(-16)),
+            row(Base::Sp, 12, ra, RegRule::SameValue),
+            row(Base::Sp, 8, RegRule::Undefined, RegRule::SameValue),
+            row(Base::Sp, 16, ra, RegRule::CfaOffset(0)),
+        ]
+    }
+
+    #[test]
+    fn usual_rows_are_what_the_full_lookup_finds() -> Result {
+        let test_rows = test_rows();
+        let [entry, pushed, framed, odd, outer, fp_at_cfa] = &test_rows;
+        // (start, size, PC mask, rows): a gap before a function's first
+        // row, between functions, after one that ends where a function of
+        // size 0 starts, a PLT's repeated rows, a function of size 0 and
+        // one with rows starting together, one far away, one of size 0
+        // last (validation takes all of these; no two overlap).
+        let funcs: [Func<'_>; 9] = [
+            (
+                0x10,
+                0x30,
+                false,
+                &[(0, entry), (1, pushed), (4, framed), (0x20, odd)],
+            ),
+            (0x40, 0, false, &[]),
+            (0x50, 0x20, false, &[(4, entry), (0x10, outer)]),
+            (0x70, 0x40, true, &[(0, entry), (6, pushed)]),
+            (0x100, 0x10, false, &[(0, entry)]),
+            (0x110, 0, false, &[]),
+            (0x110, 0x10, false, &[(0, pushed), (8, fp_at_cfa)]),
+            (0x10000, 0x10, false, &[(0, framed)]),
+            (0x10010, 0, false, &[]),
+        ];
+        assert!(usual_rows_of(&funcs, true).is_ok());
+        let fdes = usual_rows_of(&funcs, false)?;
         // The usual rules, as the step would take them.
         let rule = |cfa_off, fp_off, use_fp| {
             Some(Cached::Rule(CachedRule {
@@ -1421,6 +1462,7 @@ mod tests {
         let (entry_rule, pushed_rule, framed_rule) =
             (rule(8, 0, false), rule(16, -16, false), rule(16, -16, true));
         let end = Some(Cached::End);
+        let at = |off| fdes.usual.word(off).map(Cached::from_word);
         assert_eq!(
             (at(0), at(0x10), at(0x11), at(0x14)),
             (end, entry_rule, pushed_rule, framed_rule)
@@ -1431,8 +1473,61 @@ mod tests {
         assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, end, entry_rule));
         assert_eq!((at(0x110), at(0x118), at(0x120)), (pushed_rule, None, end));
         assert_eq!((at(0x10000), at(0x10010)), (framed_rule, end));
-        // No rows, nothing usual.
+        // A section with no function: no row describes its text.
+        let empty = usual_rows_of(&[], false)?;
+        assert_eq!(empty.usual.word(0x10).map(Cached::from_word), end);
+        // No rows kept decoded (a registration's): nothing usual.
         assert_eq!(none()?.usual.word(0x10), None);
+        Ok(())
+    }
+
+    /// Made-up tables by the hundred: functions of random sizes (0
+    /// included), gaps and PC masks, rows of every kind at random
+    /// offsets, some of them shared; every offset checked as above.
+    #[test]
+    fn usual_rows_of_random_tables() -> Result {
+        let test_rows = test_rows();
+        // xorshift64: the same tables every run.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..200 {
+            // Each function's rows, at most 6: (offset, row).
+            let mut all_rows = [[(0u32, &test_rows[0]); 6]; 12];
+            let mut shape = [(0u64, 0u32, false, 0usize); 12];
+            let mut at = next(3) * 8;
+            let nfuncs = 1 + next(12) as usize;
+            for (k, f) in shape.iter_mut().enumerate().take(nfuncs) {
+                let size = if next(6) == 0 { 0 } else { 1 + next(80) as u32 };
+                let mask = size >= 16 && next(8) == 0;
+                // A PLT's rows are offsets in its 16-byte block.
+                let span = if mask { 16 } else { size.max(1) };
+                let n = if size == 0 { 0 } else { next(7) as usize };
+                let mut off = next(2) as u32 * next(u64::from(span)) as u32;
+                let mut nrows = 0;
+                for r in all_rows[k].iter_mut().take(n) {
+                    if off >= span {
+                        break;
+                    }
+                    *r = (off, &test_rows[next(6) as usize]);
+                    nrows += 1;
+                    off += 1 + next(12) as u32;
+                }
+                *f = (at, size, mask, nrows);
+                // The next one where this one ends, or after a gap.
+                at += u64::from(size) + if next(2) == 0 { 0 } else { next(40) };
+            }
+            let mut funcs: KVVec<Func<'_>> = KVVec::new();
+            for (k, &(start, size, mask, nrows)) in shape.iter().enumerate().take(nfuncs) {
+                let rows = all_rows.get(k).and_then(|r| r.get(..nrows)).ok_or(EINVAL)?;
+                funcs.push((start, size, mask, rows), GFP_KERNEL)?;
+            }
+            usual_rows_of(&funcs, next(2) == 0)?;
+        }
         Ok(())
     }
 }

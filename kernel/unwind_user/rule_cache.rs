@@ -108,6 +108,19 @@ impl Cached {
         }
     }
 
+    /// What a step gives a PC in the text of a section with `header` that
+    /// no row describes, unless the PC is the signal trampoline: the walk
+    /// ends there, or, if the section says its code keeps frame pointers,
+    /// the frame-pointer rule takes the frame (of a return address that is
+    /// code: it is in the section's text).
+    pub(crate) fn no_row(header: &sframe::Header) -> Cached {
+        if header.keeps_frame_pointers() {
+            Cached::FramePointerInCode
+        } else {
+            Cached::End
+        }
+    }
+
     /// What a [`word`](Self::word) holds.
     #[inline(always)]
     pub(crate) fn from_word(w: u16) -> Cached {

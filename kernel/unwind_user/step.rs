@@ -370,6 +370,19 @@ fn lookup_pc(state: &bindings::unwind_user_state) -> (usize, bool) {
     (state.ip.wrapping_sub(usize::from(adj)), adj)
 }
 
+/// Counts a step that `c`, an answer other than a rule, ends, and returns
+/// the error that says what it was: `-ENOENT` for the frame-pointer rule,
+/// `-EINVAL` for the end of the walk ([`Cached::End`]).
+fn not_a_rule(state: &mut bindings::unwind_user_state, c: Cached) -> Error {
+    if c == Cached::End {
+        bump(&mut state.sframe_frames);
+        EINVAL
+    } else {
+        bump(&mut state.sframe_fallbacks);
+        ENOENT
+    }
+}
+
 /// How this walk reads the task's memory.
 fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
     if state.nofault {
@@ -399,23 +412,16 @@ fn next_uncached(
             *frame = r.frame();
             return 0;
         }
-        // No row of a file's table describes `pc`: what lookup_step()'s
-        // arms for such a PC do, unless it is the signal trampoline, whose
-        // frame lookup_step() steps over.
+        // No row of a file's table describes `pc`: what lookup_step() does
+        // for such a PC, unless it is the signal trampoline, whose frame
+        // lookup_step() steps over.
         Some((gen, no_row)) => {
             state.sframe_gen = gen;
             match at_sigreturn(state, user_mem(state)) {
                 Ok(true) => {}
                 Ok(false) => {
                     mm.remember(pc, adj, gen, no_row);
-                    let e = if no_row == Cached::End {
-                        bump(&mut state.sframe_frames);
-                        EINVAL
-                    } else {
-                        bump(&mut state.sframe_fallbacks);
-                        ENOENT
-                    };
-                    return e.to_errno();
+                    return not_a_rule(state, no_row).to_errno();
                 }
                 Err(e) => return e.to_errno(),
             }
@@ -514,11 +520,12 @@ fn lookup_step(
         // says its code keeps frame pointers, %rbp is just another
         // register there, and the frame-pointer rule would report whatever
         // it points at as the caller. The walk ends, as at an outermost
-        // row: the section said so, nothing went wrong.
-        None if row.is_none() && found.is_some_and(|f| !f.header.keeps_frame_pointers()) => {
-            remember(Cached::End);
-            bump(&mut state.sframe_frames);
-            Err(EINVAL)
+        // row: the section said so, nothing went wrong. (Where it says so,
+        // the frame-pointer rule gets the frame.)
+        None if row.is_none() && found.is_some() => {
+            let c = found.map_or(Cached::End, |f| Cached::no_row(&f.header));
+            remember(c);
+            Err(not_a_rule(state, c))
         }
         // No section covers the frame, or its row cannot be expressed but
         // has the CFA on a frame pointer the function set up: the
@@ -529,15 +536,15 @@ fn lookup_step(
             // frame-pointer rule that reads it again (fp_ra_in_code()).
             let in_code =
                 found.is_some() || (adj && !state.nofault && in_executable_mapping(state.ip));
+            let c = if in_code {
+                Cached::FramePointerInCode
+            } else {
+                Cached::FramePointer
+            };
             if !attach_later {
-                remember(if in_code {
-                    Cached::FramePointerInCode
-                } else {
-                    Cached::FramePointer
-                });
+                remember(c);
             }
-            bump(&mut state.sframe_fallbacks);
-            Err(ENOENT)
+            Err(not_a_rule(state, c))
         }
         // A row the step cannot express for code without a frame pointer:
         // the walk ends rather than guess.

@@ -80,16 +80,15 @@ pub(crate) fn word_of(
 /// one offset all but the last (which wins), and any with the word of the
 /// entry kept before it.
 fn compact(starts: &mut KVVec<u32>, words: &mut KVVec<u16>) {
-    let n = starts.len().min(words.len());
-    let mut kept = 0;
-    for i in 0..n {
+    let mut kept: usize = 0;
+    // `words` is as long as `starts`; `kept` never passes `i`.
+    for i in 0..starts.len() {
         let (Some(&at), Some(&w)) = (starts.get(i), words.get(i)) else {
             break;
         };
-        if starts.get(i + 1) == Some(&at) {
-            continue;
-        }
-        if kept > 0 && words.get(kept - 1) == Some(&w) {
+        let later_here = starts.get(i + 1) == Some(&at);
+        let repeats = kept.checked_sub(1).and_then(|k| words.get(k)) == Some(&w);
+        if later_here || repeats {
             continue;
         }
         if let (Some(s), Some(d)) = (starts.get_mut(kept), words.get_mut(kept)) {
@@ -126,14 +125,9 @@ impl UsualRows {
         if header.fixed_ra_offset() != Some(-8) || row_first.len() != packed.len() {
             return Ok(UsualRows::new());
         }
-        // What the step does where no row describes a PC (and the PC is not
-        // the trampoline): an expression of `next_uncached()`'s arms.
-        let no_row = if header.keeps_frame_pointers() {
-            Cached::FramePointerInCode
-        } else {
-            Cached::End
+        let Some(no_row) = Cached::no_row(header).word() else {
+            return Ok(UsualRows::new());
         };
-        let no_row = no_row.word().unwrap_or(0);
         // The text before the first function, then per function its rows
         // and at most one entry before them and one after.
         let cap = 1 + rows.len() + 2 * packed.len();
@@ -192,7 +186,8 @@ impl UsualRows {
         let Some(&last) = starts.last() else {
             return Ok(UsualRows::new());
         };
-        // Blocks of at least 128 bytes, fewer than one for two entries.
+        // Blocks of at least 128 bytes, fewer than one for two entries,
+        // from the text's start (where the first function is, or near).
         let most = (starts.len() / 2).max(1) as u64;
         let mut shift = MIN_BLOCK_SHIFT;
         while u64::from(last) >> shift >= most {
@@ -219,8 +214,10 @@ impl UsualRows {
         })
     }
 
-    /// The rule cache's word for a PC `off` bytes into the text, if a
-    /// usual row or no row describes it (never 0).
+    /// What the usual rows say of a PC `off` bytes into the text, as the
+    /// rule cache's word: a usual row's rule, or what the step gives where
+    /// no row describes the PC ([`Cached::no_row`]); `None` (never 0) for
+    /// the full lookup.
     #[inline]
     pub(crate) fn word(&self, off: u64) -> Option<u16> {
         let last = self.blocks.len().checked_sub(2)? as u64;
@@ -240,7 +237,7 @@ impl UsualRows {
     }
 
     /// Kernel memory it takes (as allocated: room for two entries a
-    /// function that the rows may not use).
+    /// function, and for the entries compaction dropped).
     pub(crate) fn bytes(&self) -> usize {
         self.starts.capacity() * size_of::<u32>()
             + self.words.capacity() * size_of::<u16>()
