@@ -22,7 +22,7 @@ bool unwind_user_sframe_start(struct mm_struct *mm,
 int unwind_user_sframe_next(struct unwind_user_state *state,
 			    struct unwind_user_frame *frame);
 void unwind_user_sframe_done(const struct unwind_user_state *state);
-bool unwind_user_sframe_ra_ok(const struct unwind_user_state *state,
+bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 			      unsigned long ra);
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void sframe_mm_free(struct mm_struct *mm);
@@ -66,7 +66,7 @@ static inline int unwind_user_sframe_next(struct unwind_user_state *state,
 
 static inline void unwind_user_sframe_done(const struct unwind_user_state *state) {}
 
-static inline bool unwind_user_sframe_ra_ok(const struct unwind_user_state *state,
+static inline bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 					    unsigned long ra)
 {
 	return true;

@@ -84,6 +84,12 @@ pub(crate) struct Section {
 }
 
 impl Section {
+    /// Is `pc` in the text?
+    #[inline(always)]
+    fn contains(&self, pc: usize) -> bool {
+        self.text_start <= pc && pc < self.text_end
+    }
+
     fn overlaps(&self, start: usize, end: usize) -> bool {
         self.text_start < end && start < self.text_end
     }
@@ -385,6 +391,17 @@ impl Table {
             },
             gfp(),
         )?)
+    }
+
+    /// [`find`](Self::find), trying entry `hint` first: a stack's frames
+    /// come in runs of one object's. No two texts overlap, so an entry
+    /// whose text contains `pc` is the one `find` would give.
+    #[inline(always)]
+    fn find_from(&self, hint: usize, pc: usize) -> Option<(usize, &Entry)> {
+        match self.entries.get(hint) {
+            Some(e) if e.section.contains(pc) && !read_once(&e.dead) => Some((hint, e)),
+            _ => self.find(pc),
+        }
     }
 
     /// The live entry whose text contains `pc`, and its index.
@@ -748,15 +765,24 @@ impl SframeMm {
     /// trampoline. What a cold step takes in nearly every frame of a
     /// described file, in one pass with preemption off, which is also the
     /// RCU read-side section the table is read under. `None` for any other
-    /// PC, which [`lookup`](Self::lookup) answers.
-    pub(crate) fn usual_rule(&self, pc: usize, adj: bool) -> Option<(u64, Cached)> {
+    /// PC, which [`lookup`](Self::lookup) answers. `entry` is the index of
+    /// the registration searched first, and then of the one found.
+    pub(crate) fn usual_rule(
+        &self,
+        pc: usize,
+        adj: bool,
+        entry: &mut u16,
+    ) -> Option<(u64, Cached)> {
         if pc < kernel::page::PAGE_SIZE {
             return None;
         }
         let no_preempt = NoPreempt::new();
         // Read before the table, as in `lookup()`.
         let gen = self.gen();
-        let (_, e) = self.table_no_preempt(&no_preempt)?.find(pc)?;
+        let table = self.table_no_preempt(&no_preempt)?;
+        let (i, e) = table.find_from(usize::from(*entry), pc)?;
+        // A table holds at most `MAX_SECTIONS` and the vDSO's.
+        *entry = u16::try_from(i).unwrap_or(0);
         let off = pc.wrapping_sub(e.section.text_start) as u64;
         let word = e.fdes.usual.word(off)?;
         let found = Cached::from_word(word);
@@ -1160,6 +1186,33 @@ mod tests {
         assert_eq!(mm.remove(0x2000), Err(ENOENT));
         assert_eq!(at(&mm, 0x2000), None);
         assert_eq!(mm.len(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn a_search_from_any_entry_finds_the_same() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        for start in [0x1000, 0x3000, 0x4000] {
+            mm.add(sec(start, 0x1000), none()?)?;
+        }
+        let t = mm.table().ok_or(ENOENT)?;
+        let pcs = [
+            0, 0xfff, 0x1000, 0x1fff, 0x2000, 0x3fff, 0x4000, 0x4fff, 0x5000,
+        ];
+        let index = |r: Option<(usize, &Entry)>| r.map(|(i, _)| i);
+        for dead in [false, true] {
+            // The middle registration found malformed is no one's answer.
+            if let Some(e) = t.entries.get(1) {
+                e.dead.store(dead, Relaxed);
+            }
+            for pc in pcs {
+                for hint in 0..5 {
+                    assert_eq!(index(t.find_from(hint, pc)), index(t.find(pc)));
+                }
+            }
+            assert_eq!(index(t.find_from(1, 0x3000)), (!dead).then_some(1));
+        }
         Ok(())
     }
 

@@ -95,16 +95,28 @@ fn keeps_fp(row: &Row) -> bool {
 /// registration overlapped, leaves its entries until the next registry
 /// change: an address that was code, and that the frame-pointer rule read
 /// where a return address is.)
-pub(crate) fn fp_ra_in_code(mm: &SframeMm, state: &bindings::unwind_user_state, ra: usize) -> bool {
+///
+/// The probe is the one the next step would make, `ra` being its IP, a
+/// return address, in the same generation: where it finds the
+/// frame-pointer rule, the walk keeps the answer for that step
+/// (`state->sframe_next_fp`), which a walk through code no section covers
+/// would otherwise probe for twice a frame.
+pub(crate) fn fp_ra_in_code(
+    mm: &SframeMm,
+    state: &mut bindings::unwind_user_state,
+    ra: usize,
+) -> bool {
     if state.nofault {
         return true;
     }
-    if let Some(Cached::Rule(_) | Cached::End | Cached::FramePointerInCode) =
-        mm.cached(ra.wrapping_sub(1), true, state.sframe_gen)
-    {
-        return true;
+    match mm.cached(ra.wrapping_sub(1), true, state.sframe_gen) {
+        Some(Cached::FramePointerInCode) => {
+            state.sframe_next_fp = true;
+            true
+        }
+        Some(Cached::Rule(_) | Cached::End) => true,
+        Some(Cached::FramePointer) | None => mm.covers(ra) || in_executable_mapping(ra),
     }
-    mm.covers(ra) || in_executable_mapping(ra)
 }
 
 /// Is `addr` in an executable mapping of the current task? May sleep.
@@ -403,7 +415,7 @@ fn next_uncached(
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
     let (pc, adj) = lookup_pc(state);
-    match mm.usual_rule(pc, adj) {
+    match mm.usual_rule(pc, adj, &mut state.sframe_entry) {
         // A file's table's usual row: the frame rule at once, cached.
         Some((gen, Cached::Rule(r))) => {
             // A walk that meets a newer generation goes on with it, as below.
@@ -626,7 +638,9 @@ mod tests {
         // cold step takes at once is the one the full lookup's row gives,
         // and it is cached.
         for pc in 0x11000..0x11020 {
-            let Some((gen, Cached::Rule(r))) = mm.usual_rule(pc, true) else {
+            // Searched first, a registration that is not there changes
+            // nothing.
+            let Some((gen, Cached::Rule(r))) = mm.usual_rule(pc, true, &mut 7) else {
                 return Err(ENOENT);
             };
             let row = mm.lookup(pc).found.ok_or(ENOENT)?.known_row();
@@ -638,10 +652,13 @@ mod tests {
         // once it knows the PC is not the signal trampoline.
         let gen = mm.gen();
         assert!(mm.lookup(0x11020).found.is_some_and(|f| f.fde.is_none()));
-        assert_eq!(mm.usual_rule(0x11020, true), Some((gen, Cached::End)));
+        assert_eq!(
+            mm.usual_rule(0x11020, true, &mut 0),
+            Some((gen, Cached::End))
+        );
         assert_eq!(mm.cached(0x11020, true, gen), None);
         // No registration: the full lookup answers.
-        assert!(mm.usual_rule(0x11100, true).is_none());
+        assert!(mm.usual_rule(0x11100, true, &mut 0).is_none());
         Ok(())
     }
 

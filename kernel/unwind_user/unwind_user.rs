@@ -199,15 +199,17 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
 ///
 /// # Safety
 ///
-/// As for `unwind_user_sframe_done()`; in task context, the walk must be
+/// `state` must be a valid pointer, to the state of a walk of the current
+/// task, not aliased during the call; in task context, the walk must be
 /// one that may sleep (`state->nofault` clear).
 #[export]
 pub unsafe extern "C" fn unwind_user_sframe_ra_ok(
-    state: *const bindings::unwind_user_state,
+    state: *mut bindings::unwind_user_state,
     ra: c_ulong,
 ) -> bool {
-    // SAFETY: Valid (the caller's contract), only read.
-    let state = unsafe { &*state };
+    // SAFETY: Valid and not aliased during the call (the caller's
+    // contract).
+    let state = unsafe { &mut *state };
     // SAFETY: Null, or set up by `unwind_user_sframe_start()`.
     match unsafe { walk_registry(state) } {
         Some(smm) => step::fp_ra_in_code(smm, state, ra),

@@ -26,6 +26,8 @@ use kernel::{alloc::KVVec, prelude::*};
 
 /// Smallest text block of the index: 128 bytes.
 const MIN_BLOCK_SHIFT: u32 = 7;
+/// Most entries of a block that a lookup scans rather than searches.
+const SCAN_MAX: usize = 8;
 
 /// The usual rows of one section, as described above.
 ///
@@ -158,13 +160,14 @@ impl UsualRows {
                 Ok(true)
             };
             let mut fits = true;
-            // Before the first row; a PLT's PCs are all the full lookup's.
             if !inc {
+                // A PLT's PCs are all the full lookup's.
                 fits &= push(start, 0)?;
-            } else if fn_rows.first().is_none_or(|r| r.start() > 0) {
-                fits &= push(start, no_row)?;
-            }
-            if inc {
+            } else {
+                // Before the first row, if it does not start the function.
+                if fn_rows.first().is_none_or(|r| r.start() > 0) {
+                    fits &= push(start, no_row)?;
+                }
                 for r in fn_rows {
                     let at = start + u64::from(r.start());
                     if at >= end {
@@ -227,11 +230,16 @@ impl UsualRows {
         // searched. There is one at or below any `off`: 0.
         let (&lo, &hi) = (self.blocks.get(b)?, self.blocks.get(b + 1)?);
         let (lo, hi) = (lo as usize, hi as usize);
+        let starts = self.starts.get(lo..hi)?;
+        let at_or_below = |&&s: &&u32| u64::from(s) <= off;
+        // A block holds two entries or so: a scan is shorter than a search
+        // there, but not in a block of a function with many rows.
         let k = lo
-            + self
-                .starts
-                .get(lo..hi)?
-                .partition_point(|&s| u64::from(s) <= off);
+            + if starts.len() <= SCAN_MAX {
+                starts.iter().take_while(at_or_below).count()
+            } else {
+                starts.partition_point(|s| at_or_below(&s))
+            };
         let w = *self.words.get(k.checked_sub(1)?)?;
         (w != 0).then_some(w)
     }
