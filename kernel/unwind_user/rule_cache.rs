@@ -256,15 +256,17 @@ impl RuleCache {
     ) -> Option<(&Atomic<u64>, u64)> {
         let rule = u64::from(word);
         let key = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE)?;
-        // The new entry goes first; the ones before its old place (or all
-        // but the last) move one way down. Racing writers may lose an entry
-        // or store one twice: either only costs a later lookup.
+        // The new entry goes first; the ones before its old place, or
+        // before the first empty slot (or all but the last), move one way
+        // down. A cold walk, whose sets are mostly empty, writes one slot.
+        // Racing writers may lose an entry or store one twice: either only
+        // costs a later lookup.
         let first = self.ways(pc).first()?;
         let mut carry = key | rule;
         for way in self.ways(pc) {
             let old = read_once(way);
             write_once(way, carry);
-            if old ^ key < 1 << 16 {
+            if old == 0 || old ^ key < 1 << 16 {
                 break;
             }
             carry = old;
