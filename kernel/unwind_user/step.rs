@@ -663,6 +663,41 @@ mod tests {
     }
 
     #[test]
+    fn the_return_address_check_keeps_the_next_steps_answer() -> Result {
+        use crate::registry::fixtures::{none, sec};
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(sec(0x11000, 0x1000), none()?)?;
+        let gen = mm.gen();
+        let mut state = bindings::unwind_user_state {
+            sframe_gen: gen,
+            ..Default::default()
+        };
+        let check = |state: &mut bindings::unwind_user_state, ra| {
+            state.sframe_next_fp = false;
+            (fp_ra_in_code(&mm, state, ra), state.sframe_next_fp)
+        };
+        // Cached as code the frame-pointer rule unwinds: code, and the
+        // next step, whose PC it is, is the frame-pointer rule's.
+        mm.remember(0x20000 - 1, true, gen, Cached::FramePointerInCode);
+        assert_eq!(check(&mut state, 0x20000), (true, true));
+        // Cached otherwise, as a PC that is not a return address, or not
+        // cached: the next step looks for itself.
+        mm.remember(0x30000 - 1, true, gen, Cached::End);
+        assert_eq!(check(&mut state, 0x30000), (true, false));
+        mm.remember(0x40000, false, gen, Cached::FramePointerInCode);
+        assert_eq!(check(&mut state, 0x40001), (false, false));
+        assert_eq!(check(&mut state, 0x11800), (true, false));
+        // Not code: no registration, and a kthread maps nothing.
+        assert_eq!(check(&mut state, 0x50000), (false, false));
+        // At NMI or IRQ time nothing is probed.
+        state.nofault = true;
+        assert_eq!(check(&mut state, 0x20000), (true, false));
+        assert_eq!(check(&mut state, 0x50000), (true, false));
+        Ok(())
+    }
+
+    #[test]
     fn decoder_in_kernel() {
         let s = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000);
         assert!(s.is_ok());
