@@ -663,6 +663,51 @@ mod tests {
     }
 
     #[test]
+    fn code_no_row_describes_at_nmi_time_is_left_to_the_deferred_walk() -> Result {
+        use crate::registry::Section;
+        let s = Section {
+            text_start: 0x11000,
+            text_end: 0x11100,
+            sframe_start: 0x10000,
+            sframe_addr: 0x10000,
+            sframe_len: TEST_SECTION.len() as u32,
+            resident: true,
+        };
+        let mut bytes = KVVec::new();
+        bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
+        let fdes = crate::register::validate_resident(&s, bytes)?.shared()?;
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(s, fdes)?;
+        let gen = mm.gen();
+        // A return address into the text past the function, where no row
+        // is: whether it is the signal trampoline takes a read of the
+        // code, which a kthread's walk cannot make.
+        let mut state = bindings::unwind_user_state {
+            ip: 0x11021,
+            sframe_gen: gen,
+            nofault: true,
+            ..Default::default()
+        };
+        let mut frame = bindings::unwind_user_frame::default();
+        // At NMI or IRQ time: the walk ends there, incomplete, and asks for
+        // the deferred walk; nothing is cached.
+        assert_eq!(next(&mm, &mut state, &mut frame), EFAULT.to_errno());
+        assert!(state.incomplete && state.prefault);
+        assert_eq!((state.sframe_faults, state.sframe_frames), (1, 0));
+        assert_eq!(mm.cached(0x11020, true, gen), None);
+        // Where a walk may fault: code that cannot be read is not the
+        // trampoline, and the walk ends as the section says, cached.
+        state.nofault = false;
+        state.incomplete = false;
+        assert_eq!(next(&mm, &mut state, &mut frame), EINVAL.to_errno());
+        assert!(!state.incomplete);
+        assert_eq!(state.sframe_frames, 1);
+        assert_eq!(mm.cached(0x11020, true, gen), Some(Cached::End));
+        Ok(())
+    }
+
+    #[test]
     fn the_return_address_check_keeps_the_next_steps_answer() -> Result {
         use crate::registry::fixtures::{none, sec};
         let mut mm = SframeMm::new()?;
