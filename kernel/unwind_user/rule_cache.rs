@@ -174,7 +174,8 @@ pub(crate) fn write_once(a: &Atomic<u64>, v: u64) {
 /// the cache was emptied.
 ///
 /// Four-way set-associative, 128 sets: a PC is stored in the first way of
-/// its set, whose entries move one way down. Each slot is one 64-bit word,
+/// its set, whose entries move one way down, up to the first empty slot
+/// or the PC's own old entry. Each slot is one 64-bit word,
 /// read and written whole, so that readers and writers on any CPU, NMI
 /// included, never see half an entry. Bits 63-16 are the key: the PC's bits
 /// 46-7 (the set, picked by a hash of the PC, says the rest), the
@@ -425,6 +426,31 @@ mod tests {
         remember(&mm, p[5], Cached::FramePointer);
         assert_eq!(cached(&mm, p[2]), None);
         assert_eq!(cached(&mm, p[1]), Some(Cached::Rule(rule)));
+        Ok(())
+    }
+
+    #[test]
+    fn a_store_into_an_empty_way_moves_nothing() -> Result {
+        let cache = RuleCache::new()?;
+        let gen = 2;
+        let mut same_set =
+            (0x2000..0x100000).filter(|&p| RuleCache::set(p) == RuleCache::set(0x1800));
+        let mut p = [0x1800; 5];
+        for q in p.iter_mut().skip(1) {
+            *q = same_set.next().ok_or(ENOENT)?;
+        }
+        let end = Cached::End.word().ok_or(ENOENT)?;
+        for &q in &p[..4] {
+            cache.put(q, true, gen, end);
+        }
+        // The newest first, p[3], taken back (a store a registry change
+        // overtook): a store into its empty way moves nothing.
+        cache.ways(p[0]).first().ok_or(ENOENT)?.store(0, Relaxed);
+        assert_eq!(cache.get(p[3], true, gen), None);
+        cache.put(p[4], true, gen, end);
+        for &q in [p[0], p[1], p[2], p[4]].iter() {
+            assert_eq!(cache.get(q, true, gen), Some(Cached::End));
+        }
         Ok(())
     }
 }

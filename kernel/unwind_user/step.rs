@@ -100,7 +100,9 @@ fn keeps_fp(row: &Row) -> bool {
 /// return address, in the same generation: where it finds the
 /// frame-pointer rule, the walk keeps the answer for that step
 /// (`state->sframe_next_fp`), which a walk through code no section covers
-/// would otherwise probe for twice a frame.
+/// would otherwise probe for twice a frame. The frame-pointer rule kept
+/// by a walk that could not tell whether `ra` is code (at NMI or IRQ
+/// time) is kept again as code, once it is found to be.
 pub(crate) fn fp_ra_in_code(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
@@ -115,8 +117,31 @@ pub(crate) fn fp_ra_in_code(
             true
         }
         Some(Cached::Rule(_) | Cached::End) => true,
-        Some(Cached::FramePointer) | None => mm.covers(ra) || in_executable_mapping(ra),
+        c => ra_in_code_uncached(mm, state, ra, c == Some(Cached::FramePointer)),
     }
+}
+
+/// [`fp_ra_in_code`] for a return address the rule cache does not know
+/// to be code (`fp`: it holds the frame-pointer rule for it); out of line,
+/// so that the steady state saves no register for it.
+#[inline(never)]
+fn ra_in_code_uncached(
+    mm: &SframeMm,
+    state: &mut bindings::unwind_user_state,
+    ra: usize,
+    fp: bool,
+) -> bool {
+    let in_code = mm.covers(ra) || in_executable_mapping(ra);
+    if in_code && fp {
+        mm.remember(
+            ra.wrapping_sub(1),
+            true,
+            state.sframe_gen,
+            Cached::FramePointerInCode,
+        );
+        state.sframe_next_fp = true;
+    }
+    in_code
 }
 
 /// Is `addr` in an executable mapping of the current task? May sleep.
@@ -570,7 +595,11 @@ fn lookup_step(
 #[kunit_tests(unwind_user_step)]
 mod tests {
     use super::*;
-    use crate::registry::fixtures::{row, TEST_SECTION};
+    use crate::registry::{
+        fixtures::{row, TEST_SECTION},
+        Fdes, Section,
+    };
+    use kernel::sync::Arc;
     use sframe::CfaRule;
 
     fn frame(r: &sframe::Row) -> Option<(i32, i32, i32, bool)> {
@@ -616,9 +645,9 @@ mod tests {
         assert!(rule(&row(r10, RegRule::CfaOffset(-8), RegRule::SameValue)).is_none());
     }
 
-    #[test]
-    fn usual_rows_give_their_rule_at_once() -> Result {
-        use crate::registry::Section;
+    /// The test section as a file's table: text 0x11000-0x11100 (its
+    /// function 0x11000-0x11020), its rows in kernel memory.
+    fn test_file_table() -> Result<(Section, Arc<Fdes>)> {
         let s = Section {
             text_start: 0x11000,
             text_end: 0x11100,
@@ -630,6 +659,12 @@ mod tests {
         let mut bytes = KVVec::new();
         bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
         let fdes = crate::register::validate_resident(&s, bytes)?.shared()?;
+        Ok((s, fdes))
+    }
+
+    #[test]
+    fn usual_rows_give_their_rule_at_once() -> Result {
+        let (s, fdes) = test_file_table()?;
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
@@ -664,18 +699,7 @@ mod tests {
 
     #[test]
     fn code_no_row_describes_at_nmi_time_is_left_to_the_deferred_walk() -> Result {
-        use crate::registry::Section;
-        let s = Section {
-            text_start: 0x11000,
-            text_end: 0x11100,
-            sframe_start: 0x10000,
-            sframe_addr: 0x10000,
-            sframe_len: TEST_SECTION.len() as u32,
-            resident: true,
-        };
-        let mut bytes = KVVec::new();
-        bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
-        let fdes = crate::register::validate_resident(&s, bytes)?.shared()?;
+        let (s, fdes) = test_file_table()?;
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
@@ -718,6 +742,7 @@ mod tests {
             sframe_gen: gen,
             ..Default::default()
         };
+        // Whether `ra` is code, and whether the next step's answer is kept.
         let check = |state: &mut bindings::unwind_user_state, ra| {
             state.sframe_next_fp = false;
             (fp_ra_in_code(&mm, state, ra), state.sframe_next_fp)
@@ -735,6 +760,17 @@ mod tests {
         assert_eq!(check(&mut state, 0x11800), (true, false));
         // Not code: no registration, and a kthread maps nothing.
         assert_eq!(check(&mut state, 0x50000), (false, false));
+        // The frame-pointer rule, kept by a walk at NMI time: still not
+        // known to be code here; in a registered text it is, and is kept
+        // as such.
+        mm.remember(0x60000 - 1, true, gen, Cached::FramePointer);
+        assert_eq!(check(&mut state, 0x60000), (false, false));
+        mm.remember(0x11900 - 1, true, gen, Cached::FramePointer);
+        assert_eq!(check(&mut state, 0x11900), (true, true));
+        assert_eq!(
+            mm.cached(0x11900 - 1, true, gen),
+            Some(Cached::FramePointerInCode)
+        );
         // At NMI or IRQ time nothing is probed.
         state.nofault = true;
         assert_eq!(check(&mut state, 0x20000), (true, false));
