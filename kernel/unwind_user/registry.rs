@@ -814,10 +814,8 @@ impl SframeMm {
     /// Does a registration describe code in `[start, end)`?
     pub(crate) fn overlaps(&self, start: usize, end: usize) -> bool {
         let guard = rcu::read_lock();
-        self.table(&guard).is_some_and(|t| {
-            t.live()
-                .any(|e| e.section.text_start < end && start < e.section.text_end)
-        })
+        self.table(&guard)
+            .is_some_and(|t| t.live().any(|e| e.section.overlaps(start, end)))
     }
 
     /// Caches what `pc` (`adj`: a return address minus one) unwinds with,
