@@ -730,6 +730,12 @@ impl SframeMm {
         self.cache.get(pc, adj, gen)
     }
 
+    /// [`cached`](Self::cached)'s answer as its word ([`Cached::word`]).
+    #[inline(always)]
+    pub(crate) fn cached_word(&self, pc: usize, adj: bool, gen: u64) -> Option<u16> {
+        self.cache.get_word(pc, adj, gen)
+    }
+
     /// The registration covering `pc` and the function there, copied out
     /// under RCU: no user memory is read.
     pub(crate) fn lookup(&self, pc: usize) -> Lookup {
@@ -766,13 +772,15 @@ impl SframeMm {
     /// described file, in one pass with preemption off, which is also the
     /// RCU read-side section the table is read under. `None` for any other
     /// PC, which [`lookup`](Self::lookup) answers. `entry` is the index of
-    /// the registration searched first, and then of the one found.
+    /// the registration searched first, and then of the one found. The
+    /// last value: whether the rule was cached already (the walk meets
+    /// PCs seen before).
     pub(crate) fn usual_rule(
         &self,
         pc: usize,
         adj: bool,
         entry: &mut u16,
-    ) -> Option<(u64, Cached)> {
+    ) -> Option<(u64, Cached, bool)> {
         if pc < kernel::page::PAGE_SIZE {
             return None;
         }
@@ -786,10 +794,8 @@ impl SframeMm {
         let off = pc.wrapping_sub(e.section.text_start) as u64;
         let word = e.fdes.usual.word(off)?;
         let found = Cached::from_word(word);
-        if let Cached::Rule(_) = found {
-            self.store(&no_preempt, pc, adj, gen, word);
-        }
-        Some((gen, found))
+        let seen = matches!(found, Cached::Rule(_)) && self.store(&no_preempt, pc, adj, gen, word);
+        Some((gen, found, seen))
     }
 
     /// Calls `f` with the bytes of the file's section `found` came from,
@@ -841,19 +847,21 @@ impl SframeMm {
 
     /// [`remember`](Self::remember)'s store of `word`
     /// ([`Cached::word`]), for a `gen` read with preemption off, now
-    /// still off.
+    /// still off. True if it replaced an entry for `pc` of `gen`.
     #[inline]
-    fn store(&self, _: &NoPreempt, pc: usize, adj: bool, gen: u64, word: u16) {
-        if let Some((slot, word)) = self.cache.put(pc, adj, gen, word) {
-            // The store before the load: a writer's change and emptying of
-            // the cache, seen or not, is ordered with it.
-            kernel::sync::barrier::smp_mb();
-            if self.gen() != gen {
-                // Only if no writer replaced it since; a lost entry only
-                // costs a later lookup.
-                let _ = slot.cmpxchg(word, 0, Relaxed);
-            }
+    fn store(&self, _: &NoPreempt, pc: usize, adj: bool, gen: u64, word: u16) -> bool {
+        let Some((slot, word, replaced)) = self.cache.put(pc, adj, gen, word) else {
+            return false;
+        };
+        // The store before the load: a writer's change and emptying of the
+        // cache, seen or not, is ordered with it.
+        kernel::sync::barrier::smp_mb();
+        if self.gen() != gen {
+            // Only if no writer replaced it since; a lost entry only costs
+            // a later lookup.
+            let _ = slot.cmpxchg(word, 0, Relaxed);
         }
+        replaced
     }
 
     /// Marks the registration `found` came from dead if it is still

@@ -97,13 +97,20 @@ pub(crate) enum Cached {
 }
 
 impl Cached {
+    /// The [`word`](Self::word) of [`Cached::FramePointer`], ...
+    pub(crate) const FRAME_POINTER: u16 = 0;
+    /// ... of [`Cached::End`], ...
+    pub(crate) const END: u16 = 1;
+    /// ... and of [`Cached::FramePointerInCode`]; a rule's is larger.
+    pub(crate) const FRAME_POINTER_IN_CODE: u16 = 2;
+
     /// What a slot of the cache holds for it (its bits 15-0); `None` for
     /// a rule that does not fit.
     pub(crate) fn word(self) -> Option<u16> {
         match self {
-            Cached::FramePointer => Some(0),
-            Cached::End => Some(1),
-            Cached::FramePointerInCode => Some(2),
+            Cached::FramePointer => Some(Self::FRAME_POINTER),
+            Cached::End => Some(Self::END),
+            Cached::FramePointerInCode => Some(Self::FRAME_POINTER_IN_CODE),
             Cached::Rule(r) => r.word(),
         }
     }
@@ -121,14 +128,17 @@ impl Cached {
         }
     }
 
-    /// What a [`word`](Self::word) holds.
+    /// What a [`word`](Self::word) holds. A rule first: one compare tells
+    /// it from the others, on the path of every cached frame.
     #[inline(always)]
     pub(crate) fn from_word(w: u16) -> Cached {
+        if w > Self::FRAME_POINTER_IN_CODE {
+            return Cached::Rule(CachedRule::from_word(w));
+        }
         match w {
-            0 => Cached::FramePointer,
-            1 => Cached::End,
-            2 => Cached::FramePointerInCode,
-            rule => Cached::Rule(CachedRule::from_word(rule)),
+            Self::FRAME_POINTER => Cached::FramePointer,
+            Self::END => Cached::End,
+            _ => Cached::FramePointerInCode,
         }
     }
 }
@@ -235,18 +245,24 @@ impl RuleCache {
     /// was stored in generation `gen`. Lock-free, in any context.
     #[inline(always)]
     pub(crate) fn get(&self, pc: usize, adj: bool, gen: u64) -> Option<Cached> {
+        self.get_word(pc, adj, gen).map(Cached::from_word)
+    }
+
+    /// [`get`](Self::get)'s answer as its [`word`](Cached::word).
+    #[inline(always)]
+    pub(crate) fn get_word(&self, pc: usize, adj: bool, gen: u64) -> Option<u16> {
         let key = Self::key(pc, adj, gen)?;
         let w = self
             .ways(pc)
             .iter()
             .map(read_once)
             .find(|&w| w ^ key < 1 << 16)?;
-        Some(Cached::from_word(w as u16))
+        Some(w as u16)
     }
 
     /// Stores what `pc` unwinds with, `word` ([`Cached::word`]), in
-    /// generation `gen`, and returns the slot it went to and the word
-    /// stored there.
+    /// generation `gen`, and returns the slot it went to, the word stored
+    /// there, and whether it replaced an entry for `pc` of that generation.
     #[inline]
     pub(crate) fn put(
         &self,
@@ -254,7 +270,7 @@ impl RuleCache {
         adj: bool,
         gen: u64,
         word: u16,
-    ) -> Option<(&Atomic<u64>, u64)> {
+    ) -> Option<(&Atomic<u64>, u64, bool)> {
         let rule = u64::from(word);
         let key = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE)?;
         // The new entry goes first; the ones before its old place, or
@@ -264,15 +280,17 @@ impl RuleCache {
         // costs a later lookup.
         let first = self.ways(pc).first()?;
         let mut carry = key | rule;
+        let mut replaced = false;
         for way in self.ways(pc) {
             let old = read_once(way);
             write_once(way, carry);
-            if old == 0 || old ^ key < 1 << 16 {
+            replaced = old ^ key < 1 << 16;
+            if old == 0 || replaced {
                 break;
             }
             carry = old;
         }
-        Some((first, key | rule))
+        Some((first, key | rule, replaced))
     }
 
     /// Empties the cache.

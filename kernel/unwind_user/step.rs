@@ -32,6 +32,14 @@ const WALK_BYTES_NOFAULT: u32 = 32 << 10;
 /// The same in task context (the deferred unwind), at the task's own cost.
 const WALK_BYTES: u32 = 256 << 10;
 
+/// What the next step does first (`state->sframe_next`, `enum
+/// unwind_user_sframe_next`): probe the rule cache, ...
+const NEXT_PROBE: u8 = bindings::unwind_user_sframe_next_UNWIND_USER_SFRAME_PROBE as u8;
+/// ... take the frame-pointer rule (user.c, without calling the unwinder),
+const NEXT_FP: u8 = bindings::unwind_user_sframe_next_UNWIND_USER_SFRAME_FP as u8;
+/// ... or look the PC up ([`next_uncached`]).
+const NEXT_LOOKUP: u8 = bindings::unwind_user_sframe_next_UNWIND_USER_SFRAME_LOOKUP as u8;
+
 /// What user.c should do with a frame an SFrame row describes.
 pub(crate) enum Rule {
     /// Apply this frame rule.
@@ -99,7 +107,7 @@ fn keeps_fp(row: &Row) -> bool {
 /// The probe is the one the next step would make, `ra` being its IP, a
 /// return address, in the same generation: where it finds the
 /// frame-pointer rule, the walk keeps the answer for that step
-/// (`state->sframe_next_fp`), which a walk through code no section covers
+/// (`UNWIND_USER_SFRAME_FP`), which a walk through code no section covers
 /// would otherwise probe for twice a frame. The frame-pointer rule kept
 /// by a walk that could not tell whether `ra` is code (at NMI or IRQ
 /// time) is kept again as code, once it is found to be.
@@ -111,13 +119,15 @@ pub(crate) fn fp_ra_in_code(
     if state.nofault {
         return true;
     }
-    match mm.cached(ra.wrapping_sub(1), true, state.sframe_gen) {
-        Some(Cached::FramePointerInCode) => {
-            state.sframe_next_fp = true;
+    // Its word, not its `Cached`: what this path compares is the word.
+    match mm.cached_word(ra.wrapping_sub(1), true, state.sframe_gen) {
+        Some(Cached::FRAME_POINTER_IN_CODE) => {
+            state.sframe_next = NEXT_FP;
             true
         }
-        Some(Cached::Rule(_) | Cached::End) => true,
-        c => ra_in_code_uncached(mm, state, ra, c == Some(Cached::FramePointer)),
+        // A rule, or the end of a walk in a section's text.
+        Some(w) if w != Cached::FRAME_POINTER => true,
+        w => ra_in_code_uncached(mm, state, ra, w.is_some()),
     }
 }
 
@@ -139,7 +149,7 @@ fn ra_in_code_uncached(
             state.sframe_gen,
             Cached::FramePointerInCode,
         );
-        state.sframe_next_fp = true;
+        state.sframe_next = NEXT_FP;
     }
     in_code
 }
@@ -375,23 +385,38 @@ pub(crate) fn next(
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
+    if state.sframe_next == NEXT_LOOKUP {
+        return next_uncached(mm, state, frame, false);
+    }
     let (pc, adj) = lookup_pc(state);
     match mm.cached(pc, adj, state.sframe_gen) {
-        Some(Cached::Rule(r)) => {
+        Some(c) => take_cached(state, frame, c),
+        None => next_uncached(mm, state, frame, true),
+    }
+}
+
+/// The step for what the rule cache holds, `c`.
+#[inline(always)]
+fn take_cached(
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+    c: Cached,
+) -> c_int {
+    match c {
+        Cached::Rule(r) => {
             bump(&mut state.sframe_cached);
             *frame = r.frame();
             0
         }
-        Some(Cached::FramePointer | Cached::FramePointerInCode) => {
+        Cached::FramePointer | Cached::FramePointerInCode => {
             bump(&mut state.sframe_fallbacks);
             ENOENT.to_errno()
         }
         // A frame of the section's, whose answer was kept: cached.
-        Some(Cached::End) => {
+        Cached::End => {
             bump(&mut state.sframe_cached);
             EINVAL.to_errno()
         }
-        None => next_uncached(mm, state, frame),
     }
 }
 
@@ -429,20 +454,37 @@ fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
     }
 }
 
-/// [`next`] for a PC the rule cache does not hold: looks it up in the
-/// registry and its section, and caches what it found. It finds the PC
-/// again rather than take it from [`next`]: fewer values live across the
-/// cache probe leave it registers enough to save none.
+/// [`next`] for a PC the rule cache does not hold (`probed`), or was not
+/// asked for: looks it up in the registry and its section, and caches what
+/// it found. It finds the PC again rather than take it from [`next`]:
+/// fewer values live across the cache probe leave it registers enough to
+/// save none.
+///
+/// A return address the cache does not hold is a call path not seen
+/// before, whose callers are most likely new too (a process sampled a few
+/// times in its life, a new code path): the next step looks its PC up
+/// without probing the cache first (`UNWIND_USER_SFRAME_LOOKUP`), as a
+/// probe that misses costs about as much as a usual row's lookup, which
+/// caches the rule. (The first frame's PC, where the sample was taken, is
+/// new far more often than its callers.) The walk probes again from the
+/// first PC found cached: a usual row's rule stored over itself, or, when
+/// not `probed`, any other PC the cache holds.
 #[inline(never)]
-fn next_uncached(
+pub(crate) fn next_uncached(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
+    probed: bool,
 ) -> c_int {
     let (pc, adj) = lookup_pc(state);
+    state.sframe_next = if adj { NEXT_LOOKUP } else { NEXT_PROBE };
     match mm.usual_rule(pc, adj, &mut state.sframe_entry) {
         // A file's table's usual row: the frame rule at once, cached.
-        Some((gen, Cached::Rule(r))) => {
+        Some((gen, Cached::Rule(r), seen)) => {
+            // Found cached already: the walk meets PCs seen before.
+            if seen {
+                state.sframe_next = NEXT_PROBE;
+            }
             // A walk that meets a newer generation goes on with it, as below.
             state.sframe_gen = gen;
             bump(&mut state.sframe_frames);
@@ -452,7 +494,7 @@ fn next_uncached(
         // No row of a file's table describes `pc`: what lookup_step() does
         // for such a PC, unless it is the signal trampoline, whose frame
         // lookup_step() steps over.
-        Some((gen, no_row)) => {
+        Some((gen, no_row, _)) => {
             state.sframe_gen = gen;
             match at_sigreturn(state, user_mem(state)) {
                 Ok(true) => {}
@@ -461,6 +503,12 @@ fn next_uncached(
                     return not_a_rule(state, no_row).to_errno();
                 }
                 Err(e) => return e.to_errno(),
+            }
+        }
+        None if !probed => {
+            if let Some(c) = mm.cached(pc, adj, state.sframe_gen) {
+                state.sframe_next = NEXT_PROBE;
+                return take_cached(state, frame, c);
             }
         }
         None => {}
@@ -675,12 +723,17 @@ mod tests {
         for pc in 0x11000..0x11020 {
             // Searched first, a registration that is not there changes
             // nothing.
-            let Some((gen, Cached::Rule(r))) = mm.usual_rule(pc, true, &mut 7) else {
+            let Some((gen, Cached::Rule(r), false)) = mm.usual_rule(pc, true, &mut 7) else {
                 return Err(ENOENT);
             };
             let row = mm.lookup(pc).found.ok_or(ENOENT)?.known_row();
             assert_eq!(Some(tuple(r.frame())), row.as_ref().and_then(frame));
             assert_eq!(mm.cached(pc, true, gen), Some(Cached::Rule(r)));
+            // Again: the same rule, found cached already.
+            assert_eq!(
+                mm.usual_rule(pc, true, &mut 0),
+                Some((gen, Cached::Rule(r), true))
+            );
         }
         // In the text, no function: the walk ends there (the section does
         // not say its code keeps frame pointers), which the step caches
@@ -689,11 +742,63 @@ mod tests {
         assert!(mm.lookup(0x11020).found.is_some_and(|f| f.fde.is_none()));
         assert_eq!(
             mm.usual_rule(0x11020, true, &mut 0),
-            Some((gen, Cached::End))
+            Some((gen, Cached::End, false))
         );
         assert_eq!(mm.cached(0x11020, true, gen), None);
         // No registration: the full lookup answers.
         assert!(mm.usual_rule(0x11100, true, &mut 0).is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn a_return_address_not_cached_makes_the_next_step_look_up() -> Result {
+        let (s, fdes) = test_file_table()?;
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(s, fdes)?;
+        let gen = mm.gen();
+        let mut frame = bindings::unwind_user_frame::default();
+        // The step of `ip` as user.c makes it after a step that left
+        // `next`, and what the one after it does first.
+        let mut step = |ip, topmost, next: u8| {
+            let mut state = bindings::unwind_user_state {
+                ip,
+                topmost,
+                sframe_gen: gen,
+                sframe_next: next,
+                ..Default::default()
+            };
+            let r = if next == NEXT_LOOKUP {
+                next_uncached(&mm, &mut state, &mut frame, false)
+            } else {
+                super::next(&mm, &mut state, &mut frame)
+            };
+            (
+                r,
+                state.sframe_next,
+                state.sframe_cached,
+                state.sframe_frames,
+            )
+        };
+        // A return address seen for the first time: found in the usual
+        // rows, and the next step looks its PC up.
+        assert_eq!(step(0x11005, false, NEXT_PROBE), (0, NEXT_LOOKUP, 0, 1));
+        // Looked up, a new one: still looking up.
+        assert_eq!(step(0x11009, false, NEXT_LOOKUP), (0, NEXT_LOOKUP, 0, 1));
+        // Looked up, one cached already: the walk is back among PCs seen
+        // before, and probes again.
+        assert_eq!(step(0x11005, false, NEXT_LOOKUP), (0, NEXT_PROBE, 0, 1));
+        assert_eq!(step(0x11005, false, NEXT_PROBE), (0, NEXT_PROBE, 1, 0));
+        // The PC a sample interrupted, new far more often than its
+        // callers: the next step probes.
+        assert_eq!(step(0x1100c, true, NEXT_PROBE), (0, NEXT_PROBE, 0, 1));
+        // Looked up, a PC no usual row knows but the cache does (here,
+        // code no section covers): the cached answer, and a probe next.
+        mm.remember(0x40000 - 1, true, gen, Cached::FramePointerInCode);
+        assert_eq!(
+            step(0x40000, false, NEXT_LOOKUP),
+            (ENOENT.to_errno(), NEXT_PROBE, 0, 0)
+        );
         Ok(())
     }
 
@@ -744,8 +849,8 @@ mod tests {
         };
         // Whether `ra` is code, and whether the next step's answer is kept.
         let check = |state: &mut bindings::unwind_user_state, ra| {
-            state.sframe_next_fp = false;
-            (fp_ra_in_code(&mm, state, ra), state.sframe_next_fp)
+            state.sframe_next = NEXT_PROBE;
+            (fp_ra_in_code(&mm, state, ra), state.sframe_next == NEXT_FP)
         };
         // Cached as code the frame-pointer rule unwinds: code, and the
         // next step, whose PC it is, is the frame-pointer rule's.
