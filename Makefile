@@ -5,6 +5,7 @@
 #   make check    install what is missing, build, boot under QEMU, run every test
 #   make demo     boot and profile the bundled workload with perf (demo/)
 #   make bench    boot and measure the unwinders: step, perf, registration (bench/)
+#   make profile  instructions of one SFrame walk, per kernel function (bench/profile/)
 #   make perf     build tools/perf of the same tree, on the host
 #   make kernel   build bzImage only
 #   make vng      boot with virtme-ng, run the kselftests with run_kselftest.sh
@@ -116,7 +117,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
-	kernel-prod bench-debug producers bisect-check kernel-vng vng \
+	kernel-prod bench-debug profile producers bisect-check kernel-vng vng \
 	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan
 
 deps:
@@ -336,6 +337,16 @@ bench: kernel-prod perf
 bench-debug: kernel perf
 	@GUEST_ICOUNT=$(BENCH_ICOUNT) KSRC=$(SRC) bench/run-bench.sh $(OUT)/arch/x86/boot/bzImage \
 		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench-debug $(BOOT_TIMEOUT) $(OUT)/vmlinux
+
+# Where the instructions of an SFrame walk go: one boot of the production
+# kernel under a QEMU plugin that counts the kernel's instructions per
+# unwind (bench/profile/). PROFILE: the unwind_bench command ("cold_file 4
+# 200", "step 200 50 1", "uncovered 200 50 1"); ANNOTATE: a function to
+# disassemble with its counts.
+profile: kernel-prod
+	@GUEST_ICOUNT=$(BENCH_ICOUNT) PROFILE="$(PROFILE)" ANNOTATE="$(ANNOTATE)" \
+		bench/profile/run-profile.sh $(OUT_PROD)/arch/x86/boot/bzImage \
+		$(KBUILD_DIR)/profile $(BOOT_TIMEOUT) $(OUT_PROD)/vmlinux $(OUT_PROD)/System.map
 
 boot: kernel initramfs
 	harness/run-guest.sh $(OUT)/arch/x86/boot/bzImage $(GUEST)/initramfs.cpio.gz \

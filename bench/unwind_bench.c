@@ -274,6 +274,17 @@ static void register_elsewhere(const struct unwind_user_sframe *self,
 }
 
 /*
+ * UNWIND_BENCH_ONLY=sframe: the measurements walk with SFrame only, so
+ * that make profile counts the instructions of those walks alone.
+ */
+static int skip_unwinder(int w)
+{
+	const char *only = getenv("UNWIND_BENCH_ONLY");
+
+	return only && !strcmp(only, "sframe") && w != 0;
+}
+
+/*
  * @key is "step", or "uncovered": the same with this executable's section
  * registered for another text only (register_elsewhere()), so that the
  * SFrame unwinder finds no section for any frame and falls back to the
@@ -297,6 +308,8 @@ static void cmd_step(const char *key, int depth, unsigned long iters, int rounds
 		for (k = 0; k < 2; k++) {
 			int w = (round & 1) ? 1 - k : k;
 
+			if (skip_unwinder(w))
+				continue;
 			a = query();
 			trigger(u[w], depth, iters, &r);
 			b = query();
@@ -363,6 +376,9 @@ static void cmd_cold(const char *key, const struct unwind_user_sframe *recold, i
 		for (k = 0; k < 2; k++) {
 			int w = (i & 1) ? 1 - k : k;
 			double t0;
+
+			if (skip_unwinder(w))
+				continue;
 
 			/*
 			 * The first unwind after the rule cache was emptied.

@@ -11,6 +11,7 @@
 #   Exit status: 0 if the guest powered off by itself, 124 on timeout.
 #   GUEST_MEM: the guest's memory (QEMU's -m), 2G unless set (make
 #   check-kasan gives more: KASAN's shadow takes an eighth of it).
+#   GUEST_QEMU_EXTRA: more QEMU options, split at spaces (make profile).
 set -euo pipefail
 
 BZ=$1 INITRD=$2 OUT=$3 MODE=$4 TIMEOUT=$5
@@ -54,8 +55,9 @@ echo "run-guest: $MODE, $ACCEL, timeout ${TIMEOUT}s, logs in $OUT" >&2
 echo "$ACCEL" >"$OUT/accel"
 
 CMDLINE="console=ttyS0 panic=-1 oops=panic harness=$MODE loglevel=7"
+read -r -a QEXTRA <<<"${GUEST_QEMU_EXTRA:-}"
 QEMU=(qemu-system-x86_64 "${QACCEL[@]}" -m "${GUEST_MEM:-2G}" -smp 2 -nographic -no-reboot
-	-kernel "$BZ" -initrd "$INITRD" -monitor none)
+	-kernel "$BZ" -initrd "$INITRD" -monitor none "${QEXTRA[@]}")
 
 if [ "$MODE" = shell ]; then
 	exec "${QEMU[@]}" -append "$CMDLINE" -serial mon:stdio -serial "file:$OUT/results.log"
