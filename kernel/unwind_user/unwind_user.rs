@@ -176,21 +176,33 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     // call.
     let (state, frame) = unsafe { (&mut *state, &mut *frame) };
     // SAFETY: Set up by `unwind_user_sframe_start()` (the caller's contract).
-    if unsafe { walk_registry(state) }.is_none() {
-        // A walk that may meet file tables, in an address space with no
-        // registry yet: one that may sleep makes one for what it finds.
-        if state.nofault {
-            return step::attach_pending(state).to_errno();
-        }
-        if !walk_create_registry(state) {
-            return ENOENT.to_errno();
-        }
+    match unsafe { walk_registry(state) } {
+        Some(smm) => step::next(smm, state, frame),
+        None => first_step(state, frame),
     }
-    // SAFETY: As above, or set by `walk_create_registry()`.
-    let Some(smm) = (unsafe { walk_registry(state) }) else {
+}
+
+/// [`unwind_user_sframe_next`] in a walk that found no registry: out of
+/// line, so that the step of every other walk, which calls nothing but
+/// the lookup it may tail-call, saves no register.
+#[inline(never)]
+fn first_step(
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+) -> c_int {
+    // A walk that may meet file tables, in an address space with no
+    // registry yet: one that may sleep makes one for what it finds.
+    if state.nofault {
+        return step::attach_pending(state).to_errno();
+    }
+    if !walk_create_registry(state) {
         return ENOENT.to_errno();
-    };
-    step::next(smm, state, frame)
+    }
+    // SAFETY: Set by `walk_create_registry()` for this walk.
+    match unsafe { walk_registry(state) } {
+        Some(smm) => step::next(smm, state, frame),
+        None => ENOENT.to_errno(),
+    }
 }
 
 /// May `ra`, which the frame-pointer rule read in the walk of `state`, be
