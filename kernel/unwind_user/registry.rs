@@ -773,8 +773,9 @@ impl SframeMm {
     /// RCU read-side section the table is read under. `None` for any other
     /// PC, which [`lookup`](Self::lookup) answers. `entry` is the index of
     /// the registration searched first, and then of the one found. The
-    /// last value: whether the rule was cached already (the walk meets
-    /// PCs seen before).
+    /// last value: whether a rule found was cached already (the walk
+    /// meets PCs seen before); always false for any other answer, which
+    /// is not stored here.
     pub(crate) fn usual_rule(
         &self,
         pc: usize,

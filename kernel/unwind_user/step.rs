@@ -32,13 +32,15 @@ const WALK_BYTES_NOFAULT: u32 = 32 << 10;
 /// The same in task context (the deferred unwind), at the task's own cost.
 const WALK_BYTES: u32 = 256 << 10;
 
-/// What the next step does first (`state->sframe_next`, `enum
-/// unwind_user_sframe_next`): probe the rule cache, ...
-const NEXT_PROBE: u8 = bindings::unwind_user_sframe_next_UNWIND_USER_SFRAME_PROBE as u8;
+/// What the next step does first (`state->sframe_hint`, `enum
+/// unwind_user_sframe_hint`): probe the rule cache, ...
+const NEXT_PROBE: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_PROBE as u8;
 /// ... take the frame-pointer rule (user.c, without calling the unwinder),
-const NEXT_FP: u8 = bindings::unwind_user_sframe_next_UNWIND_USER_SFRAME_FP as u8;
+const NEXT_FP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_FP as u8;
 /// ... or look the PC up ([`next_uncached`]).
-const NEXT_LOOKUP: u8 = bindings::unwind_user_sframe_next_UNWIND_USER_SFRAME_LOOKUP as u8;
+const NEXT_LOOKUP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_LOOKUP as u8;
+// The hint is kept in a byte: the casts above lose nothing.
+const _: () = assert!(bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_LOOKUP <= 0xff);
 
 /// What user.c should do with a frame an SFrame row describes.
 pub(crate) enum Rule {
@@ -122,11 +124,15 @@ pub(crate) fn fp_ra_in_code(
     // Its word, not its `Cached`: what this path compares is the word.
     match mm.cached_word(ra.wrapping_sub(1), true, state.sframe_gen) {
         Some(Cached::FRAME_POINTER_IN_CODE) => {
-            state.sframe_next = NEXT_FP;
+            state.sframe_hint = NEXT_FP;
             true
         }
-        // A rule, or the end of a walk in a section's text.
-        Some(w) if w != Cached::FRAME_POINTER => true,
+        // A rule, or the end of a walk in a section's text: cached, the
+        // next step's PC, which it then probes for.
+        Some(w) if w != Cached::FRAME_POINTER => {
+            state.sframe_hint = NEXT_PROBE;
+            true
+        }
         w => ra_in_code_uncached(mm, state, ra, w.is_some()),
     }
 }
@@ -149,7 +155,11 @@ fn ra_in_code_uncached(
             state.sframe_gen,
             Cached::FramePointerInCode,
         );
-        state.sframe_next = NEXT_FP;
+        state.sframe_hint = NEXT_FP;
+    } else if in_code {
+        // Not cached: the next step looks it up at once, as after any
+        // return address the cache does not hold (next_uncached()).
+        state.sframe_hint = NEXT_LOOKUP;
     }
     in_code
 }
@@ -378,14 +388,16 @@ pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state) -> Error {
 /// A PC seen before is answered here, from the rule cache, with no call:
 /// that is the steady state of a profiled process, and what keeps a step
 /// near the cost of the frame-pointer step. Anything else is left to
-/// [`next_uncached`], out of line, so that this path saves no register.
+/// [`next_uncached`], out of line, so that this path saves no register;
+/// so is every PC of a walk that the previous step found meeting new
+/// return addresses (`UNWIND_USER_SFRAME_LOOKUP`), without the probe.
 #[inline(always)]
 pub(crate) fn next(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
-    if state.sframe_next == NEXT_LOOKUP {
+    if state.sframe_hint == NEXT_LOOKUP {
         return next_uncached(mm, state, frame, false);
     }
     let (pc, adj) = lookup_pc(state);
@@ -462,35 +474,45 @@ fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
 ///
 /// A return address the cache does not hold is a call path not seen
 /// before, whose callers are most likely new too (a process sampled a few
-/// times in its life, a new code path): the next step looks its PC up
-/// without probing the cache first (`UNWIND_USER_SFRAME_LOOKUP`), as a
-/// probe that misses costs about as much as a usual row's lookup, which
-/// caches the rule. (The first frame's PC, where the sample was taken, is
-/// new far more often than its callers.) The walk probes again from the
-/// first PC found cached: a usual row's rule stored over itself, or, when
-/// not `probed`, any other PC the cache holds.
+/// times in its life, a new code path): on such a path nearly every probe
+/// misses, so the next step looks its PC up at once
+/// (`UNWIND_USER_SFRAME_LOOKUP`), which caches the rule. (The first
+/// frame's PC, where the sample was taken, and one a signal interrupted,
+/// are new far more often than their callers: the next step probes.) The
+/// walk probes again from the first PC found cached: a usual row's rule
+/// stored over itself, or, when not `probed`, any other PC the cache
+/// holds, whose cached answer the step then takes, as a probe would have.
 #[inline(never)]
-pub(crate) fn next_uncached(
+fn next_uncached(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
     probed: bool,
 ) -> c_int {
     let (pc, adj) = lookup_pc(state);
-    state.sframe_next = if adj { NEXT_LOOKUP } else { NEXT_PROBE };
-    match mm.usual_rule(pc, adj, &mut state.sframe_entry) {
-        // A file's table's usual row: the frame rule at once, cached.
-        Some((gen, Cached::Rule(r), seen)) => {
-            // Found cached already: the walk meets PCs seen before.
-            if seen {
-                state.sframe_next = NEXT_PROBE;
-            }
-            // A walk that meets a newer generation goes on with it, as below.
-            state.sframe_gen = gen;
-            bump(&mut state.sframe_frames);
-            *frame = r.frame();
-            return 0;
+    state.sframe_hint = if adj { NEXT_LOOKUP } else { NEXT_PROBE };
+    let usual = mm.usual_rule(pc, adj, &mut state.sframe_entry);
+    // A file's table's usual row: the frame rule at once, cached.
+    if let Some((gen, Cached::Rule(r), seen)) = usual {
+        // Found cached already: the walk meets PCs seen before.
+        if seen {
+            state.sframe_hint = NEXT_PROBE;
         }
+        // A walk that meets a newer generation goes on with it, as below.
+        state.sframe_gen = gen;
+        bump(&mut state.sframe_frames);
+        *frame = r.frame();
+        return 0;
+    }
+    // Any other answer the cache holds is the one a probe would have
+    // found (and at NMI time, one that needs no read of the code).
+    if !probed {
+        if let Some(c) = mm.cached(pc, adj, state.sframe_gen) {
+            state.sframe_hint = NEXT_PROBE;
+            return take_cached(state, frame, c);
+        }
+    }
+    match usual {
         // No row of a file's table describes `pc`: what lookup_step() does
         // for such a PC, unless it is the signal trampoline, whose frame
         // lookup_step() steps over.
@@ -505,13 +527,7 @@ pub(crate) fn next_uncached(
                 Err(e) => return e.to_errno(),
             }
         }
-        None if !probed => {
-            if let Some(c) = mm.cached(pc, adj, state.sframe_gen) {
-                state.sframe_next = NEXT_PROBE;
-                return take_cached(state, frame, c);
-            }
-        }
-        None => {}
+        _ => {}
     }
     match lookup_step(mm, state, frame, pc, adj) {
         Ok(Step::Frame) => 0,
@@ -757,47 +773,71 @@ mod tests {
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
         let gen = mm.gen();
-        let mut frame = bindings::unwind_user_frame::default();
+        let tuple = |f: bindings::unwind_user_frame| (f.cfa_off, f.ra_off, f.fp_off, f.use_fp);
         // The step of `ip` as user.c makes it after a step that left
-        // `next`, and what the one after it does first.
-        let mut step = |ip, topmost, next: u8| {
+        // `hint`: its result, the frame, what the next step does first,
+        // and the frames it counted as cached and as looked up.
+        let step = |ip, topmost, nofault, hint: u8| {
             let mut state = bindings::unwind_user_state {
                 ip,
                 topmost,
+                nofault,
                 sframe_gen: gen,
-                sframe_next: next,
+                sframe_hint: hint,
                 ..Default::default()
             };
-            let r = if next == NEXT_LOOKUP {
-                next_uncached(&mm, &mut state, &mut frame, false)
-            } else {
-                super::next(&mm, &mut state, &mut frame)
-            };
-            (
-                r,
-                state.sframe_next,
-                state.sframe_cached,
-                state.sframe_frames,
-            )
+            let mut frame = bindings::unwind_user_frame::default();
+            let r = next(&mm, &mut state, &mut frame);
+            let counts = (state.sframe_cached, state.sframe_frames);
+            (r, tuple(frame), state.sframe_hint, counts)
         };
+        // The usual rows' rule for a return address, as the full lookup's
+        // row gives it.
+        let rule = |ra: usize| -> Result<_> {
+            let row = mm.lookup(ra - 1).found.ok_or(ENOENT)?.known_row();
+            row.as_ref().and_then(frame).ok_or(ENOENT)
+        };
+        let (r5, r9) = (rule(0x11005)?, rule(0x11009)?);
         // A return address seen for the first time: found in the usual
         // rows, and the next step looks its PC up.
-        assert_eq!(step(0x11005, false, NEXT_PROBE), (0, NEXT_LOOKUP, 0, 1));
-        // Looked up, a new one: still looking up.
-        assert_eq!(step(0x11009, false, NEXT_LOOKUP), (0, NEXT_LOOKUP, 0, 1));
+        assert_eq!(
+            step(0x11005, false, false, NEXT_PROBE),
+            (0, r5, NEXT_LOOKUP, (0, 1))
+        );
+        // Looked up, a new one: the same rule as a probing step finds, and
+        // still looking up.
+        assert_eq!(
+            step(0x11009, false, false, NEXT_LOOKUP),
+            (0, r9, NEXT_LOOKUP, (0, 1))
+        );
         // Looked up, one cached already: the walk is back among PCs seen
         // before, and probes again.
-        assert_eq!(step(0x11005, false, NEXT_LOOKUP), (0, NEXT_PROBE, 0, 1));
-        assert_eq!(step(0x11005, false, NEXT_PROBE), (0, NEXT_PROBE, 1, 0));
+        assert_eq!(
+            step(0x11005, false, false, NEXT_LOOKUP),
+            (0, r5, NEXT_PROBE, (0, 1))
+        );
+        assert_eq!(
+            step(0x11009, false, false, NEXT_PROBE),
+            (0, r9, NEXT_PROBE, (1, 0))
+        );
         // The PC a sample interrupted, new far more often than its
         // callers: the next step probes.
-        assert_eq!(step(0x1100c, true, NEXT_PROBE), (0, NEXT_PROBE, 0, 1));
-        // Looked up, a PC no usual row knows but the cache does (here,
-        // code no section covers): the cached answer, and a probe next.
+        assert_eq!(step(0x1100c, true, false, NEXT_PROBE).2, NEXT_PROBE);
+        // Looked up, PCs no usual row gives a rule for but the cache knows
+        // take its answer, as a probe would, and probe next: code no
+        // section covers, and code in the text that no row describes,
+        // whose cached end of the walk needs no read of the code, which a
+        // walk at NMI time may not make.
+        let none = (0, 0, 0, false);
         mm.remember(0x40000 - 1, true, gen, Cached::FramePointerInCode);
         assert_eq!(
-            step(0x40000, false, NEXT_LOOKUP),
-            (ENOENT.to_errno(), NEXT_PROBE, 0, 0)
+            step(0x40000, false, false, NEXT_LOOKUP),
+            (ENOENT.to_errno(), none, NEXT_PROBE, (0, 0))
+        );
+        mm.remember(0x11020, true, gen, Cached::End);
+        assert_eq!(
+            step(0x11021, false, true, NEXT_LOOKUP),
+            (EINVAL.to_errno(), none, NEXT_PROBE, (1, 0))
         );
         Ok(())
     }
@@ -849,8 +889,8 @@ mod tests {
         };
         // Whether `ra` is code, and whether the next step's answer is kept.
         let check = |state: &mut bindings::unwind_user_state, ra| {
-            state.sframe_next = NEXT_PROBE;
-            (fp_ra_in_code(&mm, state, ra), state.sframe_next == NEXT_FP)
+            state.sframe_hint = NEXT_PROBE;
+            (fp_ra_in_code(&mm, state, ra), state.sframe_hint == NEXT_FP)
         };
         // Cached as code the frame-pointer rule unwinds: code, and the
         // next step, whose PC it is, is the frame-pointer rule's.
