@@ -12,6 +12,7 @@
 #   GUEST_MEM: the guest's memory (QEMU's -m), 2G unless set (make
 #   check-kasan gives more: KASAN's shadow takes an eighth of it).
 #   GUEST_QEMU_EXTRA: more QEMU options, split at spaces (make profile).
+#   GUEST_ACCEL=tcg: TCG even where KVM works (QEMU's plugins need TCG).
 set -euo pipefail
 
 BZ=$1 INITRD=$2 OUT=$3 MODE=$4 TIMEOUT=$5
@@ -39,7 +40,7 @@ accel() {
 	cat "$PROBE_CACHE"
 }
 
-ACCEL=$(accel)
+ACCEL=${GUEST_ACCEL:-$(accel)}
 if [ "$ACCEL" = kvm ]; then
 	QACCEL=(-enable-kvm -cpu host)
 elif [ -n "${GUEST_ICOUNT:-}" ]; then

@@ -9,12 +9,16 @@
  *
  * FILE gets "windows N" (how many times START was entered) and one line
  * "ADDRESS COUNT" per kernel instruction executed in a window. Counts are
- * per translation block, which runs whole or exits early only on an
- * exception: exact for the unwind path.
+ * per translation block, which runs whole unless an exception leaves it
+ * (a page fault, a user copy's fixup): a block cut short counts whole.
+ * A window is per vCPU: an interrupt taken in it counts too, and one
+ * that calls STOP ends it early; the totals agree with the guest's own
+ * -icount clock within a few instructions a walk (bench/README.md).
  *
  * QEMU does not install qemu-plugin.h (Debian's qemu-system-x86 is built
  * with plugin support, and exports the API): the few declarations used
- * here are those of its plugin API version 1 (QEMU 7.2).
+ * here are those of its plugin API version 1, which QEMU 7.2 (Debian 12)
+ * loads; QEMU 9 and later want version 2 and a header of their own.
  */
 #include <inttypes.h>
 #include <pthread.h>

@@ -46,7 +46,9 @@ def annotate(vmlinux, addrs, names, name, counts, windows):
         i = names.index(name)
     except ValueError:
         sys.exit(f'{name}: not in System.map')
-    start, end = addrs[i], addrs[i + 1] if i + 1 < len(addrs) else addrs[i] + 4096
+    start = addrs[i]
+    # The next symbol at a higher address (aliases share one).
+    end = next((a for a in addrs[i + 1:] if a > start), start + 4096)
     dump = subprocess.run(['objdump', '-d', '--no-show-raw-insn',
                            f'--start-address={start:#x}', f'--stop-address={end:#x}',
                            vmlinux], capture_output=True, text=True, check=True).stdout
@@ -66,6 +68,8 @@ def main():
     ap.add_argument('--annotate')
     ap.add_argument('--top', type=int, default=25)
     a = ap.parse_args()
+    if a.annotate and not a.vmlinux:
+        ap.error('--annotate needs --vmlinux')
     windows, counts = read_counts(a.counts)
     if not windows:
         sys.exit('profile: no window: the start function never ran')

@@ -22,6 +22,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../../harness/experiment.sh"
 
 PROFILE=${PROFILE:-cold_file 4 200}
+# The guest's shell reads it from bench.env: words of unwind_bench's.
+case $PROFILE in *[!A-Za-z0-9_\ ]*)
+	echo "profile: PROFILE=\"$PROFILE\": only letters, digits, _ and spaces" >&2
+	exit 1 ;;
+esac
+case $OUT in *[\ ,]*)
+	echo "profile: $OUT: QEMU's -plugin takes no space or comma" >&2
+	exit 1 ;;
+esac
 experiment_begin profile "$OUT"
 make -s -C "$HERE/.." O="$OUT/build" "$OUT/build/unwind_bench"
 strip -o "$G/unwind_bench" "$OUT/build/unwind_bench"
@@ -36,8 +45,9 @@ addr() {
 start=$(addr unwind_user_types) stop=$(addr ktime_get)
 [ -n "$start" ] && [ -n "$stop" ] || { echo "profile: no unwind_user_types or ktime_get in $MAP" >&2; exit 1; }
 rm -f "$OUT/counts.txt"
-GUEST_QEMU_EXTRA="-plugin $OUT/insn_plugin.so,start=$start,stop=$stop,out=$OUT/counts.txt" \
+GUEST_ACCEL=tcg GUEST_QEMU_EXTRA="-plugin $OUT/insn_plugin.so,start=$start,stop=$stop,out=$OUT/counts.txt" \
 	experiment_boot "$BZ" "$TIMEOUT"
 grep '^bench: ' "$OUT/run/results.log" || true
+[ -s "$OUT/counts.txt" ] || { echo "profile: QEMU wrote no counts (see $OUT/run/qemu.log)" >&2; exit 1; }
 experiment_report run_py bench.profile.report "$OUT/counts.txt" "$MAP" \
 	--vmlinux "$VMLINUX" ${ANNOTATE:+--annotate "$ANNOTATE"}
