@@ -512,22 +512,19 @@ fn next_uncached(
             return take_cached(state, frame, c);
         }
     }
-    match usual {
-        // No row of a file's table describes `pc`: what lookup_step() does
-        // for such a PC, unless it is the signal trampoline, whose frame
-        // lookup_step() steps over.
-        Some((gen, no_row, _)) => {
-            state.sframe_gen = gen;
-            match at_sigreturn(state, user_mem(state)) {
-                Ok(true) => {}
-                Ok(false) => {
-                    mm.remember(pc, adj, gen, no_row);
-                    return not_a_rule(state, no_row).to_errno();
-                }
-                Err(e) => return e.to_errno(),
+    // No row of a file's table describes `pc`: what lookup_step() does for
+    // such a PC, unless it is the signal trampoline, whose frame
+    // lookup_step() steps over.
+    if let Some((gen, no_row, _)) = usual {
+        state.sframe_gen = gen;
+        match at_sigreturn(state, user_mem(state)) {
+            Ok(true) => {}
+            Ok(false) => {
+                mm.remember(pc, adj, gen, no_row);
+                return not_a_rule(state, no_row).to_errno();
             }
+            Err(e) => return e.to_errno(),
         }
-        _ => {}
     }
     match lookup_step(mm, state, frame, pc, adj) {
         Ok(Step::Frame) => 0,
