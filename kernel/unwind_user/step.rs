@@ -148,7 +148,10 @@ fn ra_in_code_uncached(
     fp: bool,
 ) -> bool {
     let in_code = mm.covers(ra) || in_executable_mapping(ra);
-    if in_code && fp {
+    if !in_code {
+        return false;
+    }
+    if fp {
         mm.remember(
             ra.wrapping_sub(1),
             true,
@@ -156,12 +159,12 @@ fn ra_in_code_uncached(
             Cached::FramePointerInCode,
         );
         state.sframe_hint = NEXT_FP;
-    } else if in_code {
+    } else {
         // Not cached: the next step looks it up at once, as after any
         // return address the cache does not hold (next_uncached()).
         state.sframe_hint = NEXT_LOOKUP;
     }
-    in_code
+    true
 }
 
 /// Is `addr` in an executable mapping of the current task? May sleep.
@@ -663,9 +666,14 @@ mod tests {
     use kernel::sync::Arc;
     use sframe::CfaRule;
 
+    /// A frame rule as the tuple [`frame`] gives for a row.
+    fn tuple(f: bindings::unwind_user_frame) -> (i32, i32, i32, bool) {
+        (f.cfa_off, f.ra_off, f.fp_off, f.use_fp)
+    }
+
     fn frame(r: &sframe::Row) -> Option<(i32, i32, i32, bool)> {
         match rule(r)? {
-            Rule::Frame(f) => Some((f.cfa_off, f.ra_off, f.fp_off, f.use_fp)),
+            Rule::Frame(f) => Some(tuple(f)),
             Rule::Outermost => Some((0, 0, 0, false)),
         }
     }
@@ -729,7 +737,6 @@ mod tests {
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
-        let tuple = |f: bindings::unwind_user_frame| (f.cfa_off, f.ra_off, f.fp_off, f.use_fp);
         // Every row of the function is a usual one: the frame rule the
         // cold step takes at once is the one the full lookup's row gives,
         // and it is cached.
@@ -770,7 +777,6 @@ mod tests {
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
         let gen = mm.gen();
-        let tuple = |f: bindings::unwind_user_frame| (f.cfa_off, f.ra_off, f.fp_off, f.use_fp);
         // The step of `ip` as user.c makes it after a step that left
         // `hint`: its result, the frame, what the next step does first,
         // and the frames it counted as cached and as looked up.
