@@ -249,7 +249,8 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
 /// Attaches to `vma`'s address space the table of the file it maps, if
 /// it is executable and the file has one: called by mmap for a new file
 /// mapping, so that a process started after the table was attached is
-/// described from its first instruction. One lookup of the file's table,
+/// described from its first instruction, and by mprotect for a file
+/// mapping it makes executable. One lookup of the file's table,
 /// no read of the file or of user memory; a mapping it could not settle is
 /// left to the first walk that meets it. A new program's first executable
 /// mapping also creates the registry, and says that its mappings are

@@ -43,8 +43,12 @@
  *       executable segment, ETXTBSY for a file open for writing, ERANGE,
  *       ENOSPC at the machine's budget, EBADMSG and EOPNOTSUPP for broken
  *       sections and random corruption, ENOENT), none leaving a table;
- *       detach and attach again; attaching again replaces the table; and
- *       allocation failures (fail-nth) during attach and detach.
+ *       detach and attach again; attaching again replaces the table;
+ *       allocation failures (fail-nth) during attach and detach; and the
+ *       library's text copied by a second, read-only, mapping of the file
+ *       made executable by mprotect() (attached then), then moved by
+ *       mremap() (attached again by a walk): stacks as complete as through
+ *       the text dlopen() mapped.
  *   stale.*  the copy, with a table, rewritten (in place, truncated and
  *       written again, one byte written, or renamed over): a child that
  *       dlopen()s it afterwards must not get the table. The contents are
@@ -670,10 +674,105 @@ static void print_clock(const char *what, const struct result *r)
 	       (unsigned long long)r->after.nr_sections);
 }
 
+/*
+ * The library's code as the child runs it: its executable segment where
+ * dlopen() mapped it (@text, @len bytes in whole pages, @base the load
+ * address), and where the chain runs from now (@at: @text, or a copy).
+ */
+struct lib_text {
+	uintptr_t base, text, len, at;
+	off_t offset;	/* the segment's in the file, a page's multiple */
+};
+
+static struct lib_text lib_text;
+
+/* @lt from the program headers dlopen() mapped at @base: 0 or -1. */
+static int lib_text_init(struct lib_text *lt, uintptr_t base)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+	uintptr_t page = sysconf(_SC_PAGESIZE);
+	int i;
+
+	for (i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		/* A copy of the file maps the text where dlopen() did. */
+		if (ph[i].p_offset != ph[i].p_vaddr)
+			return -1;
+		lt->base = base;
+		lt->text = base + (ph[i].p_vaddr & ~(page - 1));
+		lt->len = (base + ph[i].p_vaddr + ph[i].p_memsz + page - 1) &
+			  ~(page - 1);
+		lt->len -= lt->text;
+		lt->offset = ph[i].p_offset & ~(page - 1);
+		lt->at = lt->text;
+		return 0;
+	}
+	return -1;
+}
+
+/* Names the library's functions in its text at @at: 0 or -1. */
+static int lib_syms_at(void *h, const struct lib_text *lt, uintptr_t at)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(lib_syms); i++) {
+		ElfW(Sym) *sym = NULL;
+		Dl_info info;
+		void *fn = dlsym(h, lib_syms[i]);
+
+		if (!fn || !dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) ||
+		    !sym)
+			return -1;
+		sym_add(lib_syms[i], (uintptr_t)fn - lt->text + at, sym->st_size);
+	}
+	return 0;
+}
+
+/*
+ * A second mapping of the library's file @lib, all of it read-only; then
+ * its text made executable by mprotect(). The chain runs from there.
+ */
+static int lib_copy_mprotect(void *h, const char *lib, struct lib_text *lt)
+{
+	int fd = open(lib, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *p;
+
+	if (fd < 0 || fstat(fd, &st) || st.st_size < lt->offset + (off_t)lt->len)
+		return -1;
+	p = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED ||
+	    mprotect(p + lt->offset, lt->len, PROT_READ | PROT_EXEC))
+		return -1;
+	lt->at = (uintptr_t)p + lt->offset;
+	return lib_syms_at(h, lt, lt->at);
+}
+
+/* The copy's text moved elsewhere by mremap(). */
+static int lib_copy_mremap(void *h, struct lib_text *lt)
+{
+	void *to = mmap(NULL, lt->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+
+	if (lt->at == lt->text || to == MAP_FAILED)
+		return -1;
+	if (mremap((void *)lt->at, lt->len, lt->len,
+		   MREMAP_MAYMOVE | MREMAP_FIXED, to) != to)
+		return -1;
+	lt->at = (uintptr_t)to;
+	return lib_syms_at(h, lt, lt->at);
+}
+
 /* A command to a child: a round of @msec ms of workload @op. */
 struct cmd {
 	char op;	/* q: qsort, p: prime (libc), d: the library's chain,
-			 * v: the vDSO at sample time, n: none */
+			 * x: the same from a copy of the library's text made
+			 * executable by mprotect(), r: that copy moved by
+			 * mremap() (after x), v: the vDSO at sample time,
+			 * n: none */
 	int msec;
 };
 
@@ -688,6 +787,7 @@ NOIPA int child_main(int argc, char **argv)
 	int cmd_fd = atoi(argv[2]), res_fd = atoi(argv[3]);
 	const char *lib = argc > 4 ? argv[4] : "";
 	struct dl_run dl = {};
+	void *h = NULL, *chain = NULL;
 	struct cmd m;
 	unsigned int i;
 
@@ -697,23 +797,18 @@ NOIPA int child_main(int argc, char **argv)
 	if (zero_fd < 0)
 		return 2;
 	if (*lib) {
-		void *h = dlopen(lib, RTLD_NOW);
+		Dl_info info;
 
+		h = dlopen(lib, RTLD_NOW);
 		if (!h) {
 			printf("# dlopen %s: %s\n", lib, dlerror());
 			return 2;
 		}
-		for (i = 0; i < ARRAY_SIZE(lib_syms); i++) {
-			ElfW(Sym) *sym = NULL;
-			Dl_info info;
-			void *fn = dlsym(h, lib_syms[i]);
-
-			if (!fn || !dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) ||
-			    !sym)
-				return 2;
-			sym_add(lib_syms[i], (uintptr_t)fn, sym->st_size);
-		}
-		dl.chain = dlsym(h, "dl_chain");
+		chain = dlsym(h, "dl_chain");
+		if (!chain || !dladdr(chain, &info) ||
+		    lib_text_init(&lib_text, (uintptr_t)info.dli_fbase) ||
+		    lib_syms_at(h, &lib_text, lib_text.text))
+			return 2;
 	}
 	while (read(cmd_fd, &m, sizeof(m)) == sizeof(m)) {
 		const struct libc_workload *w = NULL;
@@ -721,6 +816,13 @@ NOIPA int child_main(int argc, char **argv)
 		struct result r = {};
 		int err = -EINVAL;
 
+		/* Before the counts: what the change did before any walk. */
+		if (h && ((m.op == 'x' && lib_copy_mprotect(h, lib, &lib_text)) ||
+			  (m.op == 'r' && lib_copy_mremap(h, &lib_text))))
+			r.status = 5;
+		if (h)
+			dl.chain = (void *)((uintptr_t)chain - lib_text.text +
+					    (m.op == 'd' ? lib_text.text : lib_text.at));
 		if (unwind_query(&r.before))
 			r.status = 3;
 		stacks.nr = 0;
@@ -735,7 +837,7 @@ NOIPA int child_main(int argc, char **argv)
 		} else if (m.op == 'p') {
 			err = sample_stacks_kernel(prime_work, &seconds, FREQ, &stacks);
 			w = &w_prime;
-		} else if (m.op == 'd' && dl.chain) {
+		} else if (strchr("dxr", m.op) && dl.chain) {
 			dl.seconds = seconds;
 			err = sample_stacks_kernel(dl_driver, &dl, FREQ, &stacks);
 		}
@@ -750,7 +852,7 @@ NOIPA int child_main(int argc, char **argv)
 		for (i = 0; i < stacks.nr; i++) {
 			if (w)
 				libc_classify(w, &stacks.s[i], &r.t, m.op == 'q');
-			else if (m.op == 'd')
+			else if (strchr("dxr", m.op))
 				classify_dl(&stacks.s[i], &r, true);
 			else if (m.op == 'v')
 				classify_clock(&stacks.s[i], &r);
@@ -1958,6 +2060,50 @@ TEST_F(lib, detach_attach_again)
  * failed attach is ENOMEM and leaves no table; a detach fails cleanly or
  * succeeds. See sframe_fault_test for fail-nth.
  */
+/*
+ * The library's code run from a second mapping of its file, read-only when
+ * mapped and then made executable by mprotect(), in an address space whose
+ * files are all attached already: the copy gets the file's table at
+ * mprotect(), before any walk, and its stacks are as complete as those
+ * through the text dlopen() mapped. Then the copy's text moved by
+ * mremap(): its registration goes with the old place, and a walk attaches
+ * the table at the new one.
+ */
+TEST_F_TIMEOUT(lib, remapped, 120)
+{
+	const struct unwind_user_file f = file_of(&self->lc);
+	struct result d, x, r;
+	struct child c;
+	int status, ret;
+
+	ASSERT_EQ(0, file_attach(&f));
+	ASSERT_EQ(0, child_start(&c, self->lc.path));
+	ret = child_run(&c, 'd', 300, &d);
+	if (!ret)
+		ret = child_run(&c, 'x', 500, &x);
+	if (!ret)
+		ret = child_run(&c, 'r', 500, &r);
+	status = child_stop(&c);
+	ASSERT_EQ(0, ret) TH_LOG("child: status %d, %d, %d", d.status,
+				 x.status, r.status);
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	print_dl("dlopen()'s text", &d);
+	print_dl("a copy made executable by mprotect()", &x);
+	print_dl("the copy moved by mremap()", &r);
+
+	ASSERT_GE(d.in_lib, 20u);
+	EXPECT_EQ(d.in_lib, d.lib_complete);
+	EXPECT_EQ(d.after.nr_sections + 1, x.before.nr_sections);
+	ASSERT_GE(x.in_lib, 20u);
+	EXPECT_EQ(x.in_lib, x.lib_complete);
+	EXPECT_EQ(x.before.nr_sections, x.after.nr_sections);
+	EXPECT_EQ(x.after.nr_sections - 1, r.before.nr_sections);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+	EXPECT_EQ(x.after.nr_sections, r.after.nr_sections);
+	EXPECT_EQ(d.before.errors, r.after.errors);
+}
+
 TEST_F_TIMEOUT(lib, fault_injection, 120)
 {
 	const struct unwind_user_file f = file_of(&self->lc);
