@@ -1109,6 +1109,28 @@ pub(crate) mod fixtures {
         0x1f, 0x03, 0x08,
     ];
 
+    /// A V3 section at 0x10000: [`TEST_SECTION`]'s function at 0x11000,
+    /// then a signal trampoline at 0x11020, 0x10 bytes (the FDE's
+    /// signal-frame bit), whose one row (CFA = SP + 8) would be a usual
+    /// one in any other function. Written by `rust/sframe/encode`
+    /// (`FdeSpec::new()`, `FDE_SIGNAL_FRAME`).
+    #[rustfmt::skip]
+    pub(crate) const TEST_SECTION_V3_SIGNAL: [u8; 87] = [
+        0xe2, 0xde, 3, 5,
+        3, 0, 0xf8, 0,
+        2, 0, 0, 0, 5, 0, 0, 0, 0x1b, 0, 0, 0,
+        0, 0, 0, 0, 32, 0, 0, 0,
+        0xe4, 0x0f, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0,
+        0xf4, 0x0f, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x13, 0, 0, 0,
+        4, 0, 0x00, 0, 0,
+        0x00, 0x03, 0x08,
+        0x01, 0x05, 0x10, 0xf0,
+        0x04, 0x04, 0x10, 0xf0,
+        0x1f, 0x03, 0x08,
+        1, 0, 0x80, 0, 0,
+        0x00, 0x03, 0x08,
+    ];
+
     /// The header of [`TEST_SECTION`].
     pub(crate) fn header() -> Result<sframe::Header> {
         let s = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000);

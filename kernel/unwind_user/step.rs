@@ -717,16 +717,22 @@ mod tests {
     /// The test section as a file's table: text 0x11000-0x11100 (its
     /// function 0x11000-0x11020), its rows in kernel memory.
     fn test_file_table() -> Result<(Section, Arc<Fdes>)> {
+        file_table(&TEST_SECTION)
+    }
+
+    /// The section `section`, at 0x10000, as a file's table for the text
+    /// 0x11000-0x11100.
+    fn file_table(section: &[u8]) -> Result<(Section, Arc<Fdes>)> {
         let s = Section {
             text_start: 0x11000,
             text_end: 0x11100,
             sframe_start: 0x10000,
             sframe_addr: 0x10000,
-            sframe_len: TEST_SECTION.len() as u32,
+            sframe_len: u32::try_from(section.len())?,
             resident: true,
         };
         let mut bytes = KVVec::new();
-        bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
+        bytes.extend_from_slice(section, GFP_KERNEL)?;
         let fdes = crate::register::validate_resident(&s, bytes)?.shared()?;
         Ok((s, fdes))
     }
@@ -842,6 +848,49 @@ mod tests {
             step(0x11021, false, true, NEXT_LOOKUP),
             (EINVAL.to_errno(), none, NEXT_PROBE, (1, 0))
         );
+        Ok(())
+    }
+
+    #[test]
+    fn a_signal_trampolines_row_is_never_taken_as_a_frame_rule() -> Result {
+        use crate::registry::fixtures::TEST_SECTION_V3_SIGNAL;
+        let (s, fdes) = file_table(&TEST_SECTION_V3_SIGNAL)?;
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(s, fdes)?;
+        let gen = mm.gen();
+        // The function before it has usual rows.
+        assert!(matches!(
+            mm.usual_rule(0x11005, true, &mut 0),
+            Some((_, Cached::Rule(_), _))
+        ));
+        for pc in 0x11020..0x11030 {
+            // The trampoline's row reads CFA = SP + 8, as at any
+            // function's entry; but its caller's frame is a signal frame
+            // (the FDE says so): the usual rows leave it to the full
+            // lookup, whose row says so.
+            assert_eq!(mm.usual_rule(pc, true, &mut 0), None);
+            let row = mm.lookup(pc).found.ok_or(ENOENT)?.known_row();
+            assert!(row.is_some_and(|r| r.signal_frame));
+            // The step, looking up or probing, steps over the signal frame
+            // rather than take the row's rule: it reads the ucontext on the
+            // stack, which a kthread cannot, and the walk ends there with
+            // an error, nothing cached.
+            for hint in [NEXT_LOOKUP, NEXT_PROBE] {
+                let mut state = bindings::unwind_user_state {
+                    ip: pc + 1,
+                    sp: 0x7fff_0000,
+                    sframe_gen: gen,
+                    sframe_hint: hint,
+                    ..Default::default()
+                };
+                let mut frame = bindings::unwind_user_frame::default();
+                assert_eq!(next(&mm, &mut state, &mut frame), EFAULT.to_errno());
+                assert_eq!((state.sframe_errors, state.sframe_frames), (1, 0));
+                assert_eq!(tuple(frame), (0, 0, 0, false));
+                assert_eq!(mm.cached(pc, true, gen), None);
+            }
+        }
         Ok(())
     }
 
