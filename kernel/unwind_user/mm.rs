@@ -130,9 +130,17 @@ impl<'a> LockedMm<'a> {
         }
     }
 
-    /// Is `addr` mapped?
-    pub(crate) fn is_mapped(&self, addr: usize) -> bool {
-        self.vma(addr).is_some()
+    /// Is all of `[start, end)` mapped, by one VMA or several, with no
+    /// hole?
+    pub(crate) fn maps_all(&self, start: usize, end: usize) -> bool {
+        let mut addr = start;
+        while addr < end {
+            let Some(vma) = self.vma(addr) else {
+                return false;
+            };
+            addr = vma.end();
+        }
+        true
     }
 
     /// Does `[start, end)` lie in one VMA that has all of `flags`?

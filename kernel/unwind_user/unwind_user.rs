@@ -249,8 +249,8 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
 /// Attaches to `vma`'s address space the table of the file it maps, if
 /// it is executable and the file has one: called by mmap for a new file
 /// mapping, so that a process started after the table was attached is
-/// described from its first instruction, and by mprotect for a file
-/// mapping it makes executable. One lookup of the file's table,
+/// described from its first instruction, by mprotect for a file mapping
+/// it makes executable, and by mremap for one it moves or grows. One lookup of the file's table,
 /// no read of the file or of user memory; a mapping it could not settle is
 /// left to the first walk that meets it. A new program's first executable
 /// mapping also creates the registry, and says that its mappings are
@@ -335,17 +335,14 @@ pub unsafe extern "C" fn sframe_mm_dup(
     let Some(old) = old.registry() else {
         return 0;
     };
-    // Both ends of the text and of the section were copied (a VMA split
-    // since registration, by mprotect() say, is no reason to drop it); a
-    // file's table is in kernel memory.
+    // All of the text, and of the section unless its rows are in kernel
+    // memory, was copied: a VMA split since registration (by mprotect(),
+    // say) is no reason to drop it, but a hole is (a page MADV_DONTFORK),
+    // where the child could map other code.
     let mapped = |s: &Section| {
-        let sframe_last = s
-            .sframe_start
-            .saturating_add((s.sframe_len as usize).saturating_sub(1));
-        let text_last = s.text_end.saturating_sub(1);
-        let ends = [s.text_start, text_last, s.sframe_start, sframe_last];
-        let n = if s.resident { 2 } else { ends.len() };
-        ends.into_iter().take(n).all(|addr| new.is_mapped(addr))
+        let sframe_end = s.sframe_start.saturating_add(s.sframe_len as usize);
+        new.maps_all(s.text_start, s.text_end)
+            && (s.resident || new.maps_all(s.sframe_start, sframe_end))
     };
     match new
         .registry_for_copy()

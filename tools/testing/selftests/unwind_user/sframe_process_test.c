@@ -209,6 +209,60 @@ TEST(fork_dontfork_text)
 	jit_free(&j);
 }
 
+/*
+ * Nor a registration whose text it maps only in part: a page in the middle
+ * of a three-page text is MADV_DONTFORK, a hole where the child could map
+ * other code. The text's ends are copied; the registration is not.
+ */
+TEST(fork_dontfork_text_hole)
+{
+	struct sfg_func f[JIT_NR_FUNCS];
+	struct unwind_user_sframe reg;
+	uint8_t *text;
+	struct jit j;
+	int status, i;
+	pid_t pid;
+
+	ASSERT_EQ(0, jit_build(&j, jit_spin, LOOPS, 0));
+	text = mmap(NULL, 3 * j.page, PROT_READ | PROT_EXEC,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, text);
+	/* The JIT's functions, as if at the start of the larger text. */
+	jit_funcs(&j, f);
+	for (i = 0; i < JIT_NR_FUNCS; i++)
+		f[i].start += (uintptr_t)text - (uintptr_t)j.text;
+	reg = j.reg;
+	reg.text_start = (uintptr_t)text;
+	reg.text_size = 3 * j.page;
+	reg.sframe_size = sfg_write(j.sec, j.page, (uintptr_t)j.sec, 0, f,
+				    JIT_NR_FUNCS, NULL);
+	ASSERT_LT(0, (long)reg.sframe_size);
+	ASSERT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_REGISTER,
+				  (unsigned long)&reg, sizeof(reg), 0));
+	if (madvise(text + j.page, j.page, MADV_DONTFORK)) {
+		unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER, reg.text_start, 0, 0);
+		jit_free(&j);
+		SKIP(return, "madvise: %s", strerror(errno));
+	}
+	fflush(stdout);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit((nr_sections() == 1 ? 0 : 1) |
+		      (unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER,
+				    reg.text_start, 0, 0) == -ENOENT ? 0 : 2));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child failed checks %#x (1 count, 2 text key)",
+		       WEXITSTATUS(status));
+	EXPECT_EQ(2, nr_sections());
+	EXPECT_EQ(0, unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER,
+				  reg.text_start, 0, 0));
+	munmap(text, 3 * j.page);
+	jit_free(&j);
+}
+
 /* ---- exec ---- */
 
 #define EXEC_ENV	"UNWIND_USER_EXEC_CHILD"
