@@ -95,6 +95,9 @@ static TABLE_BYTES: Atomic<u64> = Atomic::new(0);
 static USER_BYTES: Atomic<u64> = Atomic::new(0);
 /// How many tables of files root does not own [`FILES`] holds.
 static NR_USER_TABLES: Atomic<u64> = Atomic::new(0);
+/// How many of the tables [`FILES`] holds describe their file: the count
+/// an unprivileged query reads, without the lock.
+static NR_DESCRIBED: Atomic<u64> = Atomic::new(0);
 
 /// The budget of file tables, `kernel.unwind_user_file_bytes_max`.
 fn budget() -> u64 {
@@ -168,9 +171,7 @@ pub(crate) fn gen() -> u64 {
 /// The number of files described by a table, and the kernel memory the
 /// tables take.
 pub(crate) fn usage() -> (u64, u64) {
-    let files = FILES.lock();
-    let described = files.iter().filter(|t| t.described.is_some()).count();
-    (described as u64, TABLE_BYTES.load(Relaxed))
+    (NR_DESCRIBED.load(Relaxed), TABLE_BYTES.load(Relaxed))
 }
 
 /// A segment of an ELF file: where it is, in the file and at link time.
@@ -639,14 +640,19 @@ fn user_tables_full() -> bool {
     NR_USER_TABLES.load(Relaxed) >= MAX_USER_TABLES
 }
 
-/// Counts a table (a user's file's if `user`) in (`added`) or out of
+/// Counts `table` in (`added`) or out of [`NR_DESCRIBED`] and
 /// [`NR_USER_TABLES`]; under the lock of [`FILES`].
-fn count_user(user: bool, added: bool) {
-    match (user, added) {
-        (false, _) => {}
-        (true, true) => NR_USER_TABLES.add(1, Relaxed),
-        (true, false) => {
-            NR_USER_TABLES.fetch_sub(1, Relaxed);
+fn count(table: &FileTable, added: bool) {
+    for (n, counted) in [
+        (&NR_DESCRIBED, table.described.is_some()),
+        (&NR_USER_TABLES, table.user),
+    ] {
+        match (counted, added) {
+            (false, _) => {}
+            (true, true) => n.add(1, Relaxed),
+            (true, false) => {
+                n.fetch_sub(1, Relaxed);
+            }
         }
     }
 }
@@ -681,10 +687,9 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
                 if table.user && !cur.user && user_tables_full() {
                     return Err(ENOSPC);
                 }
-                let user = table.user;
+                count(&table, true);
                 let old = core::mem::replace(cur, table);
-                count_user(old.user, false);
-                count_user(user, true);
+                count(&old, false);
                 GEN.add(1, Relaxed);
                 return Ok(Some(old));
             }
@@ -694,9 +699,10 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
             return Err(ENOSPC);
         }
         if files.len() < files.capacity() {
-            let user = table.user;
             files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
-            count_user(user, true);
+            if let Some(t) = files.get(i) {
+                count(t, true);
+            }
             NR_TABLES.store(files.len() as u64, Relaxed);
             return Ok(None);
         }
@@ -717,7 +723,9 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
 
 /// Removes `inode`'s table (only `only` if given: a table found stale is
 /// not to take a newer one with it); returns it, to be dropped out of the
-/// lock.
+/// lock. The generation stays: address spaces that attached the table
+/// keep it, and any that maps the file from now on finds no table, and is
+/// not settled until a walk has built the file's own.
 fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>> {
     let mut files = FILES.lock();
     let i = files.binary_search_by_key(&inode, |t| t.key()).ok()?;
@@ -726,9 +734,8 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
         return None;
     }
     let old = files.remove(i).ok()?;
-    count_user(old.user, false);
+    count(&old, false);
     NR_TABLES.store(files.len() as u64, Relaxed);
-    GEN.add(1, Relaxed);
     Some(old)
 }
 
@@ -739,6 +746,12 @@ pub(crate) fn detach(fd: i32) -> Result {
     privileged()?;
     let file = regular_file(fd)?;
     let old = remove(inode_of(&file) as usize, None).ok_or(ENOENT)?;
+    // Address spaces that map the file without the agent's table (it did
+    // not fit their mapping, or the budget) may attach its own now. Only
+    // here: a table removed because its file changed (`find()`) must not
+    // let any user that can rewrite a file of his own empty every
+    // address space's rule cache on the machine.
+    GEN.add(1, Relaxed);
     drop(old);
     Ok(())
 }
@@ -770,7 +783,7 @@ pub(crate) unsafe fn evict(inode: *const bindings::inode) {
         };
         let old = files.remove(i).ok();
         if let Some(old) = &old {
-            count_user(old.user, false);
+            count(old, false);
         }
         NR_TABLES.store(files.len() as u64, Relaxed);
         // Nothing maps the file: no address space needs to know.
@@ -828,15 +841,19 @@ struct Candidate {
 }
 
 /// The tables of the files in `mappings` that describe their mapping, and
-/// whether a file has no table (one that could not be built).
-fn candidates(mappings: &[FileMapping]) -> Result<(KVec<Candidate>, bool)> {
+/// whether a file has no table yet (none of those `given_up`).
+fn candidates(
+    mappings: &[FileMapping],
+    given_up: &[*const bindings::inode],
+) -> Result<(KVec<Candidate>, bool)> {
     let mut found = KVec::new();
     let mut missing = false;
     for m in mappings {
         let Some(table) = find(m.inode) else {
-            // A user's file gets none while users' files have all the
-            // tables they may: as if it had nothing to describe.
-            missing |= !(m.users && user_tables_full());
+            // Nothing to wait for from a file given up on, nor from a
+            // user's file while users' files have all the tables they may:
+            // as if it had nothing to describe.
+            missing |= !(given_up.contains(&m.inode) || (m.users && user_tables_full()));
             continue;
         };
         let Some((section, _)) = table.section_in(m) else {
@@ -859,12 +876,18 @@ fn candidates(mappings: &[FileMapping]) -> Result<(KVec<Candidate>, bool)> {
 /// task context, where the walk may sleep: takes the mmap locks and the
 /// tables' mutex, never nested. Returns what it did, and whether it
 /// settled every mapping (attached its table, or found it has none, or
-/// that something else is registered there).
-fn attach_tables(mm: &MmWithUser, smm: &SframeMm, mappings: &[FileMapping]) -> (Attach, bool) {
+/// that something else is registered there, or that it is of a file
+/// `given_up`).
+fn attach_tables(
+    mm: &MmWithUser,
+    smm: &SframeMm,
+    mappings: &[FileMapping],
+    given_up: &[*const bindings::inode],
+) -> (Attach, bool) {
     // Compared as a value only: the write lock below checks each mapping
     // again.
     let files_gen = gen();
-    let Ok((mut found, mut later)) = candidates(mappings) else {
+    let Ok((mut found, mut later)) = candidates(mappings, given_up) else {
         return (Attach::Later, false);
     };
     // What is registered already (by mmap, most often) needs no lock.
@@ -989,15 +1012,22 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
     // Read and validated with no lock held, once for the machine. Inserted
     // while the file is held: its inode cannot be evicted before the table
     // is in the array, where eviction finds it.
+    //
+    // A file whose table cannot be built now (open for writing, a read
+    // error, out of memory, no room left for tables) is given up on in
+    // this address space, which is settled without it, rather than read
+    // again by every walk, and cut at every walk at NMI time. Its next
+    // mapping, here or in any address space, tries again.
+    let mut given_up = KVec::new();
     for file in Iterator::chain(unknown.into_iter(), covered).take(MAX_BUILDS) {
-        // Not inserted (a table appeared meanwhile, or no room): that file
-        // leaves the address space unsettled, and its next walk tries again.
-        if let Ok(table) = build_own(&file) {
-            let _ = insert(table, false);
+        // Not inserted because a table appeared meanwhile: that one.
+        if build_own(&file).and_then(|t| insert(t, false)).is_err() {
+            // Not remembered (out of memory): the next walk tries again.
+            let _ = given_up.push(inode_of(&file), GFP_KERNEL);
         }
         drop(file);
     }
-    let (attached, settled) = attach_tables(mm, smm, &mappings);
+    let (attached, settled) = attach_tables(mm, smm, &mappings, &given_up);
     if settled {
         smm.set_files_attached(files_gen, unsettled);
     }

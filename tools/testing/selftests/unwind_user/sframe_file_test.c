@@ -48,7 +48,9 @@
  *       library's text copied by a second, read-only, mapping of the file
  *       made executable by mprotect(), then moved by mremap() (attached
  *       by each, before any walk): stacks as complete as through the text
- *       dlopen() mapped.
+ *       dlopen() mapped; a copy with its own .sframe, open for writing
+ *       while mapped: no table, and walks at sample time not cut to ask
+ *       for it again and again.
  *   stale.*  the copy, with a table, rewritten (in place, truncated and
  *       written again, one byte written, or renamed over): a child that
  *       dlopen()s it afterwards must not get the table. The contents are
@@ -769,6 +771,7 @@ static int lib_copy_mremap(void *h, struct lib_text *lt)
 /* A command to a child: a round of @msec ms of workload @op. */
 struct cmd {
 	char op;	/* q: qsort, p: prime (libc), d: the library's chain,
+			 * D: the same, walked at sample time only,
 			 * x: the same from a copy of the library's text made
 			 * executable by mprotect(), r: that copy moved by
 			 * mremap() (after x), v: the vDSO at sample time,
@@ -822,7 +825,7 @@ NOIPA int child_main(int argc, char **argv)
 			r.status = 5;
 		if (h)
 			dl.chain = (void *)((uintptr_t)chain - lib_text.text +
-					    (m.op == 'd' ? lib_text.text : lib_text.at));
+					    (strchr("xr", m.op) ? lib_text.at : lib_text.text));
 		if (unwind_query(&r.before))
 			r.status = 3;
 		stacks.nr = 0;
@@ -840,6 +843,9 @@ NOIPA int child_main(int argc, char **argv)
 		} else if (strchr("dxr", m.op) && dl.chain) {
 			dl.seconds = seconds;
 			err = sample_stacks_kernel(dl_driver, &dl, FREQ, &stacks);
+		} else if (m.op == 'D' && dl.chain) {
+			dl.seconds = seconds;
+			err = sample_stacks_sync(dl_driver, &dl, FREQ, &stacks);
 		}
 		if (err)
 			r.status = 4;
@@ -852,8 +858,8 @@ NOIPA int child_main(int argc, char **argv)
 		for (i = 0; i < stacks.nr; i++) {
 			if (w)
 				libc_classify(w, &stacks.s[i], &r.t, m.op == 'q');
-			else if (strchr("dxr", m.op))
-				classify_dl(&stacks.s[i], &r, true);
+			else if (strchr("dxrD", m.op))
+				classify_dl(&stacks.s[i], &r, m.op != 'D');
 			else if (m.op == 'v')
 				classify_clock(&stacks.s[i], &r);
 		}
@@ -2102,6 +2108,50 @@ TEST_F_TIMEOUT(lib, remapped, 120)
 	EXPECT_EQ(r.in_lib, r.lib_complete);
 	EXPECT_EQ(x.after.nr_sections, r.after.nr_sections);
 	EXPECT_EQ(d.before.errors, r.after.errors);
+}
+
+/*
+ * A library with its own .sframe, mapped while a file descriptor has it
+ * open for writing: no table can be built for it (ETXTBSY), and the
+ * address space is settled without it. Nothing is attached, and walks at
+ * sample time through it are not cut to ask for its table again and
+ * again (nofault_faults): its frames are the frame-pointer rule's, as for
+ * any code no table describes.
+ */
+TEST_F_TIMEOUT(lib, open_for_writing, 120)
+{
+	char src[PATH_MAX], path[PATH_MAX];
+	struct result d, s;
+	struct child c;
+	int wfd, status, ret;
+	size_t len;
+	void *elf;
+
+	snprintf(src, sizeof(src), "%s/libsframe_dl.so", here);
+	elf = read_all(src, &len);
+	ASSERT_NE(NULL, elf);
+	snprintf(path, sizeof(path), "%s/libsframe_dl_own.so", self->lc.tmp);
+	ret = write_new(path, elf, len);
+	free(elf);
+	ASSERT_EQ(0, ret);
+	wfd = open(path, O_WRONLY | O_CLOEXEC);
+	ASSERT_LE(0, wfd);
+	ASSERT_EQ(0, child_start(&c, path));
+	ret = child_run(&c, 'd', 300, &d);
+	if (!ret)
+		ret = child_run(&c, 'D', 500, &s);
+	status = child_stop(&c);
+	close(wfd);
+	ASSERT_EQ(0, ret) TH_LOG("child: status %d, %d", d.status, s.status);
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	print_dl("open for writing, deferred", &d);
+	print_dl("open for writing, at sample time", &s);
+	printf("# nofault_faults +%llu at sample time\n",
+	       (unsigned long long)(s.after.nofault_faults -
+				    s.before.nofault_faults));
+	ASSERT_GE(s.in_lib, 20u);
+	EXPECT_LE(s.after.nofault_faults - s.before.nofault_faults, 4);
+	EXPECT_EQ(d.before.nr_sections, s.after.nr_sections);
 }
 
 TEST_F_TIMEOUT(lib, fault_injection, 120)
