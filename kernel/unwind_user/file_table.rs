@@ -679,7 +679,21 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
                     return Err(EINVAL);
                 };
                 // A table that did not fit the budget gives way to the
-                // file's table built since.
+                // file's table built since; or to one that did not fit
+                // either, built once the budget had room for what the first
+                // said it needed, and which needed more: that figure is
+                // kept, so that the file is not read again before the
+                // budget has room for it. That says nothing new to address
+                // spaces: the generation stays.
+                if cur.over_budget != 0
+                    && table.described.is_none()
+                    && table.over_budget > cur.over_budget
+                {
+                    count(&table, true);
+                    let old = core::mem::replace(cur, table);
+                    count(&old, false);
+                    return Ok(Some(old));
+                }
                 let placeholder = cur.over_budget != 0 && table.described.is_some();
                 if !replace && !placeholder {
                     return Ok(None);
@@ -1137,5 +1151,47 @@ mod tests {
         })
         .is_none());
         assert!(section(TextSegment { offset: 0, ..text }).is_none());
+    }
+
+    #[test]
+    fn a_table_over_budget_keeps_the_larger_need() -> Result {
+        // A key no inode has: this test's own static.
+        static KEY: u8 = 0;
+        let key = core::ptr::from_ref(&KEY) as usize;
+        let over = |n| {
+            Arc::new(
+                FileTable {
+                    inode: key,
+                    _file: None,
+                    stamp: Stamp {
+                        size: 0,
+                        mtime: (0, 0),
+                        ctime: (0, 0),
+                    },
+                    described: None,
+                    over_budget: n,
+                    user: false,
+                },
+                GFP_KERNEL,
+            )
+        };
+        let need = || {
+            let files = FILES.lock();
+            let i = files.binary_search_by_key(&key, |t| t.key()).ok();
+            i.and_then(|i| files.get(i)).map(|t| t.over_budget)
+        };
+        let gen0 = gen();
+        assert!(insert(over(100)?, false)?.is_none());
+        // Built again once the budget had room for 100, needing 200: kept,
+        // so that retry() waits for room for 200.
+        assert!(insert(over(200)?, false)?.is_some());
+        assert_eq!(need(), Some(200));
+        // An estimate below it changes nothing.
+        assert!(insert(over(150)?, false)?.is_none());
+        assert_eq!(need(), Some(200));
+        assert_eq!(gen(), gen0);
+        assert!(remove(key, None).is_some());
+        assert_eq!(need(), None);
+        Ok(())
     }
 }
