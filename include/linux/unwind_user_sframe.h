@@ -43,6 +43,7 @@ void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
 bool unwind_user_inode_open_for_write(const struct inode *inode);
 const struct inode *unwind_user_file_inode(const struct file *file);
+void unwind_user_inode_mark_table(struct inode *inode);
 bool unwind_user_inode_users(const struct inode *inode);
 
 /* kernel/unwind_user/vdso.c: C glue of the vDSO's section. */

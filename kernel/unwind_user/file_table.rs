@@ -84,9 +84,6 @@ pub(crate) unsafe fn init() {
     unsafe { FILES.init() };
 }
 
-/// How many tables [`FILES`] holds, readable without its lock: described
-/// files and those found to have nothing to describe.
-static NR_TABLES: Atomic<u64> = Atomic::new(0);
 /// Bytes of kernel memory the file tables hold, those of [`FILES`] and
 /// those detached or replaced that an address space still uses.
 static TABLE_BYTES: Atomic<u64> = Atomic::new(0);
@@ -532,6 +529,11 @@ fn build_table(
     if open_for_write() {
         return Err(ETXTBSY);
     }
+    // Before the table is in [`FILES`], and before the caller drops its
+    // reference to the file: so before any eviction of the inode, which
+    // then tells [`evict`]. Set once for the inode's life, table or not.
+    // SAFETY: As above; the flag is the unwinder's, set atomically.
+    unsafe { bindings::unwind_user_inode_mark_table(inode.cast_mut()) };
     // SAFETY: As above.
     let stamp = unsafe { Stamp::of(inode) };
     let (described, over_budget) = match build()? {
@@ -717,7 +719,6 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
             if let Some(t) = files.get(i) {
                 count(t, true);
             }
-            NR_TABLES.store(files.len() as u64, Relaxed);
             return Ok(None);
         }
         if spare.capacity() > files.len() {
@@ -749,7 +750,6 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
     }
     let old = files.remove(i).ok()?;
     count(&old, false);
-    NR_TABLES.store(files.len() as u64, Relaxed);
     Some(old)
 }
 
@@ -772,24 +772,12 @@ pub(crate) fn detach(fd: i32) -> Result {
 
 /// Forgets the table of `inode`, which is being evicted: no address space
 /// maps it, and the table would be built again from the file. Called by
-/// `evict()` for every inode, in reclaim too: one atomic read while no
-/// file has a table, and only regular files' take the tables' mutex.
-///
-/// # Safety
-///
-/// `inode` must be live for the call.
-pub(crate) unsafe fn evict(inode: *const bindings::inode) {
-    // SAFETY: The caller's contract.
-    let mode = u32::from(unsafe { (*inode).i_mode });
-    if mode & bindings::S_IFMT != bindings::S_IFREG {
-        return;
-    }
-    // A table is inserted by whoever holds a reference to its file, before
-    // dropping it: before the last reference went, so before the eviction
-    // that reads this.
-    if NR_TABLES.load(Relaxed) == 0 {
-        return;
-    }
+/// `evict()`, in reclaim too, only for the inodes [`build_table`] marked
+/// (`AS_SFRAME_TABLE`): whoever builds a table holds a reference to its
+/// file until it is in [`FILES`], so the mark is set before the last
+/// reference goes, before the eviction that tests it. `inode` is only
+/// compared.
+pub(crate) fn evict(inode: *const bindings::inode) {
     let old = {
         let mut files = FILES.lock();
         let Ok(i) = files.binary_search_by_key(&(inode as usize), |t| t.key()) else {
@@ -799,7 +787,6 @@ pub(crate) unsafe fn evict(inode: *const bindings::inode) {
         if let Some(old) = &old {
             count(old, false);
         }
-        NR_TABLES.store(files.len() as u64, Relaxed);
         // Nothing maps the file: no address space needs to know.
         old
     };

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * C glue of the per-file SFrame tables (file_table.rs), for what the Rust
- * abstractions do not offer: a sysctl, an initcall, and four static
- * inline functions of the C headers that bindgen cannot call.
+ * abstractions do not offer: a sysctl, an initcall, and the static inline
+ * functions of the C headers that bindgen cannot call.
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/init.h>
+#include <linux/pagemap.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
 #include <linux/user_namespace.h>
@@ -65,6 +66,16 @@ bool unwind_user_inode_open_for_write(const struct inode *inode)
 const struct inode *unwind_user_file_inode(const struct file *file)
 {
 	return file_user_inode(file);
+}
+
+/*
+ * Marks @inode as one whose file has a table, or may have: evict() tells
+ * the unwinder only of such inodes (AS_SFRAME_TABLE). Atomic, as every
+ * update of the mapping's flags.
+ */
+void unwind_user_inode_mark_table(struct inode *inode)
+{
+	set_bit(AS_SFRAME_TABLE, &inode->i_data.flags);
 }
 
 /*

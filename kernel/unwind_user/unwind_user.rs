@@ -280,15 +280,11 @@ pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
 }
 
 /// Forgets the table of the file whose inode `evict()` is freeing: nothing
-/// maps it, and it would be built again from the file.
-///
-/// # Safety
-///
-/// `inode` must be an inode that `evict()` is freeing, live for the call.
+/// maps it, and it would be built again from the file. `inode` is only
+/// compared, never dereferenced.
 #[export]
-pub unsafe extern "C" fn sframe_inode_evict(inode: *const bindings::inode) {
-    // SAFETY: The caller's contract.
-    unsafe { file_table::evict(inode) };
+pub extern "C" fn sframe_inode_evict(inode: *const bindings::inode) {
+    file_table::evict(inode);
 }
 
 /// Validates the vDSO's SFrame section, once, at boot (`vdso.c`'s
