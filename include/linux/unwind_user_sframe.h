@@ -27,7 +27,7 @@ bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void sframe_mm_free(struct mm_struct *mm);
 void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
-		     unsigned long end);
+		     unsigned long end, bool exec);
 void sframe_mm_mmap(struct vm_area_struct *vma);
 void sframe_mm_vdso(struct mm_struct *mm);
 void sframe_inode_evict(const struct inode *inode);
@@ -81,7 +81,7 @@ static inline int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm)
 static inline void sframe_mm_free(struct mm_struct *mm) {}
 
 static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
-				   unsigned long end) {}
+				   unsigned long end, bool exec) {}
 
 static inline void sframe_mm_mmap(struct vm_area_struct *vma) {}
 

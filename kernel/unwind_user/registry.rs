@@ -980,16 +980,22 @@ impl<'a> RegistryWriter<'a> {
     }
 
     /// Removes every registration whose text or section overlaps
-    /// `[start, end)`, which is being unmapped. On allocation failure the
-    /// affected entries are marked dead instead, so that no reader uses them.
-    pub(crate) fn unmap(&mut self, start: usize, end: usize) {
-        let Some(old) = self.table() else {
+    /// `[start, end)`, which is being unmapped (`exec`: executable pages
+    /// among them). On allocation failure the affected entries are marked
+    /// dead instead, so that no reader uses them.
+    pub(crate) fn unmap(&mut self, start: usize, end: usize, exec: bool) {
+        let hit = |e: &Section| e.unmapped_by(start, end);
+        let Some(old) = self.table().filter(|t| t.live().any(|e| hit(&e.section))) else {
+            // Code no registration described: the cache may say it is
+            // code the frame-pointer rule unwinds (a JIT's, or a library
+            // without a table), which the return-address check takes
+            // without looking at the mappings again. Not once it is gone:
+            // whatever is mapped there next is not that code.
+            if exec {
+                self.invalidate(None);
+            }
             return;
         };
-        let hit = |e: &Section| e.unmapped_by(start, end);
-        if !old.live().any(|e| hit(&e.section)) {
-            return;
-        }
         match Table::rebuild(Some(old), |e| !hit(e), None) {
             Ok(t) => self.publish(t),
             Err(_) => {
@@ -1280,12 +1286,12 @@ mod tests {
         // Its section unmapped, its text left: unsettled.
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.set_files_attached(9, mm.unsettled());
-        mm.unmap(0x7000_1000, 0x7000_2000);
+        mm.unmap(0x7000_1000, 0x7000_2000, false);
         assert!(!mm.files_attached(9));
         // Its text unmapped (by mremap() too, which moves it): unsettled.
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.set_files_attached(9, mm.unsettled());
-        mm.unmap(0x1000, 0x2000);
+        mm.unmap(0x1000, 0x2000, true);
         assert!(!mm.files_attached(9));
         // So may one a fork leaves behind.
         let mut other = SframeMm::new()?;
@@ -1322,12 +1328,25 @@ mod tests {
         mm.add(sec(0x3000, 0x1000), none()?)?;
         mm.add(sec(0x5000, 0x1000), none()?)?;
         // Unmapping part of the text drops the registration...
-        mm.unmap(0x3fff, 0x4000);
+        mm.unmap(0x3fff, 0x4000, true);
         assert_eq!(at(&mm, 0x3000), None);
         // ... and so does unmapping its section.
         let s = sec(0x5000, 0x1000);
-        mm.unmap(s.sframe_start + 8, s.sframe_start + 9);
+        mm.unmap(s.sframe_start + 8, s.sframe_start + 9, false);
         assert_eq!(at(&mm, 0x5000), None);
+        assert_eq!(mm.len(), 1);
+        // Code no registration describes, cached as the frame-pointer
+        // rule's: forgotten when executable pages are unmapped, not when
+        // data is.
+        let gen = mm.gen();
+        mm.remember(0x9000, true, gen, Cached::FramePointerInCode);
+        mm.unmap(0x20_0000, 0x20_1000, false);
+        assert_eq!(
+            mm.cached(0x9000, true, mm.gen()),
+            Some(Cached::FramePointerInCode)
+        );
+        mm.unmap(0x9000, 0xa000, true);
+        assert_eq!(mm.cached(0x9000, true, mm.gen()), None);
         assert_eq!(mm.len(), 1);
         // A section found malformed is skipped at once, counted, and
         // pruned by the next writer.

@@ -365,7 +365,7 @@ pub unsafe extern "C" fn sframe_mm_free(mm: *mut bindings::mm_struct) {
 }
 
 /// Drops the registrations whose text or section overlaps `[start, end)`,
-/// which is being unmapped.
+/// which is being unmapped; `exec`: executable pages among them.
 ///
 /// # Safety
 ///
@@ -375,10 +375,11 @@ pub unsafe extern "C" fn sframe_mm_unmap(
     mm: *mut bindings::mm_struct,
     start: c_ulong,
     end: c_ulong,
+    exec: bool,
 ) {
     // SAFETY: The caller's contract.
     let mm = unsafe { mm::LockedMm::assume_locked(mm) };
     if let Some(mut r) = mm.registry() {
-        r.unmap(start, end);
+        r.unmap(start, end, exec);
     }
 }
