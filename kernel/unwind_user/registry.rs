@@ -996,6 +996,15 @@ impl<'a> RegistryWriter<'a> {
             }
             return;
         };
+        // A registration whose section went, or part of whose text, may
+        // leave text mapped, a file's with a table to attach. One whose
+        // text went whole (dlclose(), a MAP_FIXED mapping over it, which
+        // mmap attaches) leaves nothing; text that mremap() moved is
+        // attached at its new place by mremap().
+        let text_stays = old
+            .live()
+            .filter(|e| hit(&e.section))
+            .any(|e| !(start <= e.section.text_start && e.section.text_end <= end));
         match Table::rebuild(Some(old), |e| !hit(e), None) {
             Ok(t) => self.publish(t),
             Err(_) => {
@@ -1006,11 +1015,9 @@ impl<'a> RegistryWriter<'a> {
                 self.invalidate(None);
             }
         }
-        // A registration whose section went may leave its text mapped, a
-        // file's with a table to attach; one whose text went may have gone
-        // elsewhere (mremap() moves a file's text, and mmap does not see the
-        // new mapping).
-        self.mapping_unsettled();
+        if text_stays {
+            self.mapping_unsettled();
+        }
     }
 
     /// Copies the live registrations that `keep` accepts into `dst`, an
@@ -1288,11 +1295,16 @@ mod tests {
         mm.set_files_attached(9, mm.unsettled());
         mm.unmap(0x7000_1000, 0x7000_2000, false);
         assert!(!mm.files_attached(9));
-        // Its text unmapped (by mremap() too, which moves it): unsettled.
+        // Part of its text unmapped, the rest left: unsettled.
+        mm.add(sec(0x1000, 0x1000), none()?)?;
+        mm.set_files_attached(9, mm.unsettled());
+        mm.unmap(0x1000, 0x1800, true);
+        assert!(!mm.files_attached(9));
+        // All of its text unmapped (dlclose()): nothing left to attach.
         mm.add(sec(0x1000, 0x1000), none()?)?;
         mm.set_files_attached(9, mm.unsettled());
         mm.unmap(0x1000, 0x2000, true);
-        assert!(!mm.files_attached(9));
+        assert!(mm.files_attached(9));
         // So may one a fork leaves behind.
         let mut other = SframeMm::new()?;
         let mut other = other.exclusive();

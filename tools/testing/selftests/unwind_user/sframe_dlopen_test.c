@@ -249,9 +249,9 @@ TEST(dlopen_own_section)
 	ASSERT_GE(again.in_chain, 20);
 	EXPECT_EQ(again.in_chain, again.complete);
 	/*
-	 * dlclose() left the address space unsettled (an unmapped text may
-	 * have moved: mremap()): one walk at most stops to ask, and attaches
-	 * nothing new.
+	 * dlclose() unmapped all of the text, which left nothing to attach,
+	 * and mmap attached the table again: hardly a walk stops to ask, and
+	 * none attaches anything new.
 	 */
 	EXPECT_LE(after.nofault_faults - before.nofault_faults, 4);
 	EXPECT_EQ(2, after.nr_sections);
