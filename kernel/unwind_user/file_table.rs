@@ -155,9 +155,11 @@ fn room_for(n: usize, user: bool) -> bool {
 fn within(cur: u64, n: usize, max: u64) -> Option<u64> {
     cur.checked_add(n as u64).filter(|&t| t <= max)
 }
-/// Advanced on every change of [`FILES`]: a registry whose rule cache was
-/// filled before may have cached a newly attached file's PCs as no
-/// section's.
+/// Advanced when a file's table is replaced or detached: a registry whose
+/// rule cache was filled before may have cached the file's PCs as no
+/// section's, or attached the old table. (Not when a file gets its first
+/// table: mmap leaves a mapping of a file with none unsettled; nor when
+/// a table goes with its inode, or because its file changed.)
 static GEN: Atomic<u64> = Atomic::new(0);
 
 /// The generation of the machine's file tables.
@@ -531,8 +533,10 @@ fn build_table(
     }
     // Before the table is in [`FILES`], and before the caller drops its
     // reference to the file: so before any eviction of the inode, which
-    // then tells [`evict`]. Set once for the inode's life, table or not.
-    // SAFETY: As above; the flag is the unwinder's, set atomically.
+    // then tells [`evict`]. Set once for the inode's life, whether a table
+    // is built or not. The caller holds no lock (it takes the inode's).
+    // SAFETY: As above; only the mapping's flag word is written, under the
+    // inode's lock.
     unsafe { bindings::unwind_user_inode_mark_table(inode.cast_mut()) };
     // SAFETY: As above.
     let stamp = unsafe { Stamp::of(inode) };
@@ -690,6 +694,7 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
                 if cur.over_budget != 0
                     && table.described.is_none()
                     && table.over_budget > cur.over_budget
+                    && !(table.user && !cur.user && user_tables_full())
                 {
                     count(&table, true);
                     let old = core::mem::replace(cur, table);
@@ -1017,8 +1022,10 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
     // A file whose table cannot be built now (open for writing, a read
     // error, out of memory, no room left for tables) is given up on in
     // this address space, which is settled without it, rather than read
-    // again by every walk, and cut at every walk at NMI time. Its next
-    // mapping, here or in any address space, tries again.
+    // again by every walk, and cut at every walk at NMI time: its code is
+    // unwound as code no table describes. Its next mapping here, or a
+    // change of the tables (an agent's attach or detach), tries again;
+    // another address space tries for itself.
     let mut given_up = KVec::new();
     for file in Iterator::chain(unknown.into_iter(), covered).take(MAX_BUILDS) {
         // Not inserted because a table appeared meanwhile: that one.

@@ -70,12 +70,19 @@ const struct inode *unwind_user_file_inode(const struct file *file)
 
 /*
  * Marks @inode as one whose file has a table, or may have: evict() tells
- * the unwinder only of such inodes (AS_SFRAME_TABLE). Atomic, as every
- * update of the mapping's flags.
+ * the unwinder only of such inodes (AS_SFRAME_TABLE). Under the inode's
+ * lock: not every writer of the mapping's flags updates them atomically
+ * (ext4 sets the folio orders of a live inode when its journal flag
+ * changes, with the inode locked), and a lost mark would leave a table
+ * keyed by a freed inode. Once per inode. Called with no lock held.
  */
 void unwind_user_inode_mark_table(struct inode *inode)
 {
+	if (test_bit(AS_SFRAME_TABLE, &inode->i_data.flags))
+		return;
+	inode_lock_shared(inode);
 	set_bit(AS_SFRAME_TABLE, &inode->i_data.flags);
+	inode_unlock_shared(inode);
 }
 
 /*

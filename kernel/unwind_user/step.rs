@@ -101,10 +101,9 @@ fn keeps_fp(row: &Row) -> bool {
 /// to be code: it was in a registered text, or a walk that may sleep found
 /// it in executable memory ([`Cached::FramePointerInCode`]). The steady
 /// state of a walk through code no section covers then costs a cache probe
-/// a frame, not a VMA lookup. (A mapping unmapped since, that no
-/// registration overlapped, leaves its entries until the next registry
-/// change: an address that was code, and that the frame-pointer rule read
-/// where a return address is.)
+/// a frame, not a VMA lookup. (Unmapping code empties the cache, so that
+/// an address that was code, and that the frame-pointer rule read where a
+/// return address is, is not taken for code after.)
 ///
 /// The probe is the one the next step would make, `ra` being its IP, a
 /// return address, in the same generation: where it finds the

@@ -250,8 +250,9 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
 /// it is executable and the file has one: called by mmap for a new file
 /// mapping, so that a process started after the table was attached is
 /// described from its first instruction, by mprotect for a file mapping
-/// it makes executable, and by mremap for one it moves or grows. One lookup of the file's table,
-/// no read of the file or of user memory; a mapping it could not settle is
+/// it makes executable, and by mremap for one it moves or grows. One
+/// lookup of the file's table, no read of the file or of user memory; a
+/// mapping it could not settle is
 /// left to the first walk that meets it. A new program's first executable
 /// mapping also creates the registry, and says that its mappings are
 /// settled: its walks at NMI time never stop to ask for tables.

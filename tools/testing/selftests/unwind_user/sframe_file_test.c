@@ -2058,14 +2058,6 @@ TEST_F(lib, detach_attach_again)
 	expect_tables(_metadata, self, 0);
 }
 
-/* More injection points than an attach has. */
-#define MAX_NTH		2000
-
-/*
- * Attach and detach with the n-th allocation failing, for every n: a
- * failed attach is ENOMEM and leaves no table; a detach fails cleanly or
- * succeeds. See sframe_fault_test for fail-nth.
- */
 /*
  * The library's code run from a second mapping of its file, read-only when
  * mapped and then made executable by mprotect(), in an address space whose
@@ -2154,6 +2146,14 @@ TEST_F_TIMEOUT(lib, open_for_writing, 120)
 	EXPECT_EQ(d.before.nr_sections, s.after.nr_sections);
 }
 
+/* More injection points than an attach has. */
+#define MAX_NTH		2000
+
+/*
+ * Attach and detach with the n-th allocation failing, for every n: a
+ * failed attach is ENOMEM and leaves no table; a detach fails cleanly or
+ * succeeds. See sframe_fault_test for fail-nth.
+ */
 TEST_F_TIMEOUT(lib, fault_injection, 120)
 {
 	const struct unwind_user_file f = file_of(&self->lc);
