@@ -649,17 +649,18 @@ fn user_tables_full() -> bool {
 /// Counts `table` in (`added`) or out of [`NR_DESCRIBED`] and
 /// [`NR_USER_TABLES`]; under the lock of [`FILES`].
 fn count(table: &FileTable, added: bool) {
-    for (n, counted) in [
-        (&NR_DESCRIBED, table.described.is_some()),
-        (&NR_USER_TABLES, table.user),
-    ] {
-        match (counted, added) {
-            (false, _) => {}
-            (true, true) => n.add(1, Relaxed),
-            (true, false) => {
-                n.fetch_sub(1, Relaxed);
-            }
+    let update = |n: &Atomic<u64>| {
+        if added {
+            n.add(1, Relaxed);
+        } else {
+            n.fetch_sub(1, Relaxed);
         }
+    };
+    if table.described.is_some() {
+        update(&NR_DESCRIBED);
+    }
+    if table.user {
+        update(&NR_USER_TABLES);
     }
 }
 
@@ -685,33 +686,33 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
                     return Err(EINVAL);
                 };
                 // A table that did not fit the budget gives way to the
-                // file's table built since; or to one that did not fit
-                // either, built once the budget had room for what the first
-                // said it needed, and which needed more: that figure is
-                // kept, so that the file is not read again before the
-                // budget has room for it. That says nothing new to address
-                // spaces: the generation stays.
-                if cur.over_budget != 0
-                    && table.described.is_none()
-                    && table.over_budget > cur.over_budget
-                    && !(table.user && !cur.user && user_tables_full())
-                {
-                    count(&table, true);
-                    let old = core::mem::replace(cur, table);
-                    count(&old, false);
-                    return Ok(Some(old));
-                }
-                let placeholder = cur.over_budget != 0 && table.described.is_some();
-                if !replace && !placeholder {
+                // file's table built since (`described`); or to one that
+                // did not fit either, built once the budget had room for
+                // what the first said it needed, and which needed more
+                // (`needs_more`): that figure is kept, so that the file is
+                // not read again before the budget has room for it, and
+                // says nothing new to address spaces: the generation stays.
+                let over = cur.over_budget != 0;
+                let described = over && table.described.is_some();
+                let needs_more =
+                    over && table.described.is_none() && table.over_budget > cur.over_budget;
+                if !(replace || described || needs_more) {
                     return Ok(None);
                 }
                 if table.user && !cur.user && user_tables_full() {
-                    return Err(ENOSPC);
+                    // A placeholder then keeps its figure.
+                    return if replace || described {
+                        Err(ENOSPC)
+                    } else {
+                        Ok(None)
+                    };
                 }
                 count(&table, true);
                 let old = core::mem::replace(cur, table);
                 count(&old, false);
-                GEN.add(1, Relaxed);
+                if !needs_more {
+                    GEN.add(1, Relaxed);
+                }
                 return Ok(Some(old));
             }
             Err(i) => i,
