@@ -676,6 +676,18 @@ static void print_clock(const char *what, const struct result *r)
 	       (unsigned long long)r->after.nr_sections);
 }
 
+/* The executable PT_LOAD of the @n program headers at @ph, or NULL. */
+static const ElfW(Phdr) *exec_segment(const ElfW(Phdr) *ph, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X))
+			return &ph[i];
+	}
+	return NULL;
+}
+
 /*
  * The library's code as the child runs it: its executable segment where
  * dlopen() mapped it (@text, @len bytes in whole pages, @base the load
@@ -691,27 +703,21 @@ static struct lib_text lib_text;
 /* @lt from the program headers dlopen() mapped at @base: 0 or -1. */
 static int lib_text_init(struct lib_text *lt, uintptr_t base)
 {
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
-	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+	const ElfW(Phdr) *p = exec_segment((const ElfW(Phdr) *)(base + eh->e_phoff),
+					   eh->e_phnum);
 	uintptr_t page = sysconf(_SC_PAGESIZE);
-	int i;
 
-	for (i = 0; i < eh->e_phnum; i++) {
-		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
-			continue;
-		/* A copy of the file maps the text where dlopen() did. */
-		if (ph[i].p_offset != ph[i].p_vaddr)
-			return -1;
-		lt->base = base;
-		lt->text = base + (ph[i].p_vaddr & ~(page - 1));
-		lt->len = (base + ph[i].p_vaddr + ph[i].p_memsz + page - 1) &
-			  ~(page - 1);
-		lt->len -= lt->text;
-		lt->offset = ph[i].p_offset & ~(page - 1);
-		lt->at = lt->text;
-		return 0;
-	}
-	return -1;
+	/* A copy of the file maps the text where dlopen() did. */
+	if (!p || p->p_offset != p->p_vaddr)
+		return -1;
+	lt->base = base;
+	lt->text = base + (p->p_vaddr & ~(page - 1));
+	lt->len = (base + p->p_vaddr + p->p_memsz + page - 1) & ~(page - 1);
+	lt->len -= lt->text;
+	lt->offset = p->p_offset & ~(page - 1);
+	lt->at = lt->text;
+	return 0;
 }
 
 /* Names the library's functions in its text at @at: 0 or -1. */
@@ -2367,20 +2373,16 @@ TEST_F_TIMEOUT(stale, not_used, 120)
 static int libc_text(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	const char *n = strrchr(info->dlpi_name, '/');
-	int i;
+	const ElfW(Phdr) *p;
 
 	(void)size;
 	if (!n || strcmp(n, "/libc.so.6"))
 		return 0;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-
-		if (p->p_type == PT_LOAD && (p->p_flags & PF_X)) {
-			*(uint64_t *)arg = info->dlpi_addr + p->p_vaddr;
-			return 1;
-		}
-	}
-	return 0;
+	p = exec_segment(info->dlpi_phdr, info->dlpi_phnum);
+	if (!p)
+		return 0;
+	*(uint64_t *)arg = info->dlpi_addr + p->p_vaddr;
+	return 1;
 }
 
 /* Is libc's table registered here? Unregistered if it is. */
