@@ -601,7 +601,10 @@ def render_step(fig, ok, env, o):
         o('- cold, file table: the program\'s section attached to its file '
           '(`UNWIND_USER_FILE_ATTACH`, rows in kernel memory) instead of registered; the rule '
           'cache emptied before each unwind by re-registering a section for another text '
-          f'({fmt(cold_check["cold_file"][deep].get("reregister_us"), 0)} us).')
+          f'({fmt(cold_check["cold_file"][deep].get("reregister_us"), 0)} us). The table\'s '
+          'cache of answers, shared by every address space mapping the file, holds what the '
+          'walks before found: the first walk of a process whose libraries other processes\' '
+          'walks went through.')
     o('')
 
 

@@ -350,10 +350,16 @@ mod tests {
         // One function of 4 rows, all decoded: the section is not kept.
         // Its usual rows flattened: room for the text before the function,
         // its 4 rows and two entries a function, 6 bytes each, the index of
-        // one block and its end (4 bytes each).
+        // one block and its end (4 bytes each), and the smallest cache of
+        // answers (64 slots of 8 bytes).
         assert_eq!(
             fdes.bytes(),
-            size_of::<sframe::PackedFde>() + 4 * size_of::<sframe::PackedRow>() + 4 + 7 * 6 + 2 * 4
+            size_of::<sframe::PackedFde>()
+                + 4 * size_of::<sframe::PackedRow>()
+                + 4
+                + 7 * 6
+                + 2 * 4
+                + 64 * 8
         );
         let mut mm = registry::SframeMm::new()?;
         let mut mm = mm.exclusive();

@@ -17,17 +17,33 @@
 //! frame pointers; unless it is the signal trampoline, which the step
 //! checks. Any other PC (another row, a PLT's repeated rows, a signal
 //! frame's) has a 0 word here and takes the full lookup.
+//!
+//! A file's table is shared by every address space that maps the file, and
+//! the PCs their walks meet are much the same: the return addresses of
+//! the calls on the file's hot paths. What the search found for a PC is
+//! kept with the rows, in a small direct-mapped cache that every address
+//! space reads and fills ([`UsualRows::word`]), so that a process walked
+//! for the first time finds the answers of the processes walked before it
+//! there, at the cost of a probe rather than a search. An answer depends
+//! only on the rows, which never change: the cache needs no generation,
+//! no lock and no barrier, and a slot a racing walk overwrote only costs
+//! a search.
 
 use crate::{
     registry::gfp,
-    rule_cache::{Cached, CachedRule},
+    rule_cache::{read_once, write_once, Cached, CachedRule},
 };
-use kernel::{alloc::KVVec, prelude::*};
+use kernel::{alloc::KVVec, prelude::*, sync::atomic::Atomic};
 
 /// Smallest text block of the index: 128 bytes.
 const MIN_BLOCK_SHIFT: u32 = 7;
 /// Most entries of a block that a lookup scans rather than searches.
 const SCAN_MAX: usize = 8;
+/// Fewest and most slots of a table's cache of answers: 512 bytes to
+/// 32 KiB, about one a usual row in between. A process's hot return
+/// addresses in one file are a few hundred, a machine's a few thousand.
+const HOT_MIN_SHIFT: u32 = 6;
+const HOT_MAX_SHIFT: u32 = 12;
 
 /// The usual rows of one section, as described above.
 ///
@@ -37,6 +53,9 @@ const SCAN_MAX: usize = 8;
 /// `words`; `blocks[b]` is how many of `starts` are at or below
 /// `b << shift`, for each block `b` from 0 to the one of the last of
 /// `starts`, and then `starts.len()`. All three are empty, or none.
+/// `hot` is empty, or `1 << (32 - hot_shift)` slots long, each 0 or the
+/// word `word(off)` gives for an `off` below 2^32, 16 bits to the left of
+/// which it holds `off`.
 pub(crate) struct UsualRows {
     /// Text offsets where a rule starts, ascending (see the invariants).
     starts: KVVec<u32>,
@@ -49,6 +68,11 @@ pub(crate) struct UsualRows {
     /// The index by block (see the invariants).
     blocks: KVVec<u32>,
     shift: u32,
+    /// Answers found before, by text offset (see the invariants): read
+    /// and written whole, without a lock, from any context.
+    hot: KVVec<Atomic<u64>>,
+    /// 32 less the log2 of the number of slots in `hot`.
+    hot_shift: u32,
 }
 
 /// The word of `row`, a row of function `f` of a section of `version`,
@@ -110,6 +134,8 @@ impl UsualRows {
             words: KVVec::new(),
             blocks: KVVec::new(),
             shift: 0,
+            hot: KVVec::new(),
+            hot_shift: 0,
         }
     }
 
@@ -209,20 +235,59 @@ impl UsualRows {
         }
         // The end of the last block's entries: no bound to check apart.
         blocks.push(starts.len() as u32, gfp())?;
+        let bits =
+            (starts.len().next_power_of_two().trailing_zeros()).clamp(HOT_MIN_SHIFT, HOT_MAX_SHIFT);
+        let mut hot = KVVec::with_capacity(1 << bits, gfp())?;
+        for _ in 0..1 << bits {
+            hot.push(Atomic::new(0), gfp())?;
+        }
         Ok(UsualRows {
             starts,
             words,
             blocks,
             shift,
+            hot,
+            hot_shift: 32 - bits,
         })
+    }
+
+    /// The slot of `hot` that holds `off`'s answer, if `off` fits one.
+    #[inline(always)]
+    fn hot_slot(&self, off: u64) -> Option<&Atomic<u64>> {
+        let off = u32::try_from(off).ok()?;
+        // Fibonacci hashing: the top bits of the product mix every bit of
+        // the offset, of which return addresses differ in the low ones.
+        let i = off.wrapping_mul(0x9e37_79b9).checked_shr(self.hot_shift)?;
+        self.hot.get(i as usize)
     }
 
     /// What the usual rows say of a PC `off` bytes into the text, as the
     /// rule cache's word: a usual row's rule, or what the step gives where
     /// no row describes the PC ([`Cached::no_row`]); `None` (never 0) for
-    /// the full lookup.
-    #[inline]
+    /// the full lookup. An answer other than `None` is kept in the cache of
+    /// answers, where it is found the next time, by any address space.
+    #[inline(always)]
     pub(crate) fn word(&self, off: u64) -> Option<u16> {
+        if let Some(w) = self.kept(off) {
+            return Some(w);
+        }
+        let w = self.search(off)?;
+        if let Some(slot) = self.hot_slot(off) {
+            write_once(slot, off << 16 | u64::from(w));
+        }
+        Some(w)
+    }
+
+    /// The answer for `off` in the cache of answers, if it holds one.
+    #[inline(always)]
+    pub(crate) fn kept(&self, off: u64) -> Option<u16> {
+        let v = read_once(self.hot_slot(off)?);
+        (v >> 16 == off && v as u16 != 0).then_some(v as u16)
+    }
+
+    /// [`word`](Self::word)'s answer from the rows, not the cache.
+    #[inline]
+    fn search(&self, off: u64) -> Option<u16> {
         let last = self.blocks.len().checked_sub(2)? as u64;
         let b = (off >> self.shift).min(last) as usize;
         // The offsets at or below `off` are the first `blocks[b]`, and at
@@ -250,5 +315,6 @@ impl UsualRows {
         self.starts.capacity() * size_of::<u32>()
             + self.words.capacity() * size_of::<u16>()
             + self.blocks.capacity() * size_of::<u32>()
+            + self.hot.capacity() * size_of::<u64>()
     }
 }
