@@ -30,7 +30,10 @@
 //! reference to it: it goes when the inode is evicted ([`evict`]), once
 //! nothing maps the file and the inode cache lets it go. An agent's table
 //! holds the file it was attached with, as an open file descriptor would,
-//! until it is detached. The tables' memory is charged to the memory
+//! until it is detached, or until the file changes or loses its last name
+//! and the agent attaches or detaches a table again
+//! ([`drop_stale_held`]); one attached to a file with no name left holds
+//! nothing, and goes with the inode. The tables' memory is charged to the memory
 //! cgroup of the task that built them, and bounded machine-wide by
 //! `kernel.unwind_user_file_bytes_max`, until it is freed: a table
 //! detached or replaced counts as long as an address space still uses it.
@@ -232,6 +235,19 @@ impl Stamp {
     }
 }
 
+/// Has `inode` no name left: unlinked, or replaced by a rename (a
+/// library a package manager upgraded)? Then nothing opens it by a path
+/// again, and only what maps it or holds it open still uses it.
+///
+/// # Safety
+///
+/// `inode` must be live for the call.
+unsafe fn unlinked(inode: *const bindings::inode) -> bool {
+    // SAFETY: `inode` is live (the caller's contract); `i_nlink` is read
+    // racing with link and unlink, as `stat()` reads it.
+    unsafe { core::ptr::read_volatile(&raw const (*inode).__bindgen_anon_1.i_nlink) == 0 }
+}
+
 /// What a file's table says of its section, when the kernel can use it.
 struct Described {
     text: TextSegment,
@@ -251,14 +267,15 @@ struct Described {
 /// file.
 pub(crate) struct FileTable {
     /// The file's inode (the one user space sees), the table's key. Live
-    /// while the table is in [`FILES`]: an agent's table holds `_file`, and
-    /// any other is removed when the inode is evicted, before it is freed
-    /// ([`evict`]).
+    /// while the table is in [`FILES`]: a table that holds `file` keeps it,
+    /// and any other is removed when the inode is evicted, before it is
+    /// freed ([`evict`]).
     inode: usize,
-    /// The file an agent attached the table with. Its section is not in
-    /// the file, so the table keeps the file until it is detached (the
-    /// file system cannot be unmounted meanwhile, as with an open file).
-    _file: Option<ARef<File>>,
+    /// The file an agent attached the table with, while it had a name. Its
+    /// section is not in the file, so the table keeps the file until it
+    /// is detached (the file system cannot be unmounted meanwhile, as with
+    /// an open file), or swept once the file changed or lost its name.
+    file: Option<ARef<File>>,
     stamp: Stamp,
     /// `None`: the file has no section the kernel uses (none, or one it
     /// refused), remembered so that neither mmap nor a walk reads the file
@@ -277,6 +294,12 @@ pub(crate) struct FileTable {
 impl FileTable {
     fn key(&self) -> usize {
         self.inode
+    }
+
+    /// Does the table hold its file (an agent's, attached while the file
+    /// had a name)?
+    fn holds_file(&self) -> bool {
+        self.file.is_some()
     }
 
     /// Has the file changed since the table was built?
@@ -552,7 +575,7 @@ fn build_table(
     Ok(Arc::new(
         FileTable {
             inode: inode as usize,
-            _file: agent_file,
+            file: agent_file,
             stamp,
             described,
             over_budget,
@@ -586,14 +609,47 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
             built => Ok(built),
         }
     };
-    // SAFETY: `fget()` in this system call; prctl() takes no
-    // `fdget_pos()`.
-    let held = unsafe { LocalFile::assume_no_fdget_pos(file.clone()) };
-    let table = build_table(inode, Some(held), false, build)?;
+    // A file with no name left (still mapped by processes started before
+    // it was replaced) is not held: its table goes with its inode, once
+    // nothing maps it, as a table built from the file's own section does.
+    // SAFETY: `file` keeps its inode live.
+    let held = if unsafe { unlinked(inode) } {
+        None
+    } else {
+        // SAFETY: `fget()` in this system call; prctl() takes no
+        // `fdget_pos()`.
+        Some(unsafe { LocalFile::assume_no_fdget_pos(file.clone()) })
+    };
+    let table = build_table(inode, held, false, build)?;
     let old = insert(table, true)?;
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
+    drop_stale_held();
     Ok(())
+}
+
+/// Removes the tables that hold their file (an agent's) whose file changed
+/// since, or lost its last name: a library a package manager replaced,
+/// which no process started from now on maps. Nothing else removes them
+/// while no address space maps the old file again ([`find`]), and they
+/// would hold it, its blocks, and their budget, until detached, which its
+/// path no longer can: the agent's next attach or detach (a package
+/// manager's trigger) sweeps them. Address spaces that attached them keep
+/// them.
+fn drop_stale_held() {
+    let mut files = FILES.lock();
+    files.retain(|t| {
+        // SAFETY: The table is in `FILES`, whose lock we hold, and holds
+        // its file: its inode is live.
+        let gone = t.holds_file() && unsafe { t.stale() || unlinked(t.inode as *const _) };
+        if gone {
+            count(t, false);
+        }
+        // Dropped with the lock held: the last `fput()` of a task defers
+        // the release to its return to user space, and frees nothing
+        // here; the table's rows, if unshared, are freed, no allocation.
+        !gone
+    });
 }
 
 /// The table of `file` built from its own `PT_GNU_SFRAME` segment, or one
@@ -773,6 +829,7 @@ pub(crate) fn detach(fd: i32) -> Result {
     // address space's rule cache on the machine.
     GEN.add(1, Relaxed);
     drop(old);
+    drop_stale_held();
     Ok(())
 }
 
@@ -1157,7 +1214,7 @@ mod tests {
             Arc::new(
                 FileTable {
                     inode: key,
-                    _file: None,
+                    file: None,
                     stamp: Stamp {
                         size: 0,
                         mtime: (0, 0),

@@ -83,6 +83,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -2150,6 +2151,132 @@ TEST_F_TIMEOUT(lib, open_for_writing, 120)
 	ASSERT_GE(s.in_lib, 20u);
 	EXPECT_LE(s.after.nofault_faults - s.before.nofault_faults, 4);
 	EXPECT_EQ(d.before.nr_sections, s.after.nr_sections);
+}
+
+/*
+ * An attached file replaced as a package manager upgrades one (a new file
+ * renamed over it): the old file, which nothing opens or maps any more, is
+ * held by its table only until the agent attaches again, so that its
+ * blocks are freed and it no longer counts. Then a file with no name left
+ * (a library a running process still maps after the upgrade) attached:
+ * its table holds nothing, and goes with the inode when the file's last
+ * user closes it.
+ */
+TEST_F(lib, replaced_while_attached)
+{
+	const struct unwind_user_file f = file_of(&self->lc);
+	struct unwind_user_file g = f;
+	struct statfs before, after;
+	char other[PATH_MAX];
+	int fd;
+
+	ASSERT_EQ(0, file_attach(&f));
+	expect_tables(_metadata, self, 1);
+	snprintf(other, sizeof(other), "%s/new.so", self->lc.tmp);
+	ASSERT_EQ(0, write_new(other, self->lc.elf, self->lc.elf_len));
+	ASSERT_EQ(0, rename(other, self->lc.path));
+	close(self->lc.fd);
+	self->lc.fd = -1;
+	ASSERT_EQ(0, statfs(self->lc.tmp, &before));
+
+	/* The agent attaches the new file: the old file's table is swept. */
+	fd = open(self->lc.path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	g.fd = fd;
+	ASSERT_EQ(0, file_attach(&g));
+	expect_tables(_metadata, self, 1);
+	ASSERT_EQ(0, statfs(self->lc.tmp, &after));
+	printf("# free blocks of %s: %llu before the attach, %llu after (%zu bytes of file)\n",
+	       self->lc.tmp, (unsigned long long)before.f_bfree,
+	       (unsigned long long)after.f_bfree, self->lc.elf_len);
+	/* Where the file system counts its blocks (tmpfs does, ramfs not). */
+	if (before.f_blocks)
+		EXPECT_LE(before.f_bfree + self->lc.elf_len / before.f_bsize,
+			  after.f_bfree);
+
+	/* Unlinked, then attached: held by nothing but this descriptor. */
+	EXPECT_EQ(0, file_detach(fd));
+	ASSERT_EQ(0, unlink(self->lc.path));
+	ASSERT_EQ(0, file_attach(&g));
+	expect_tables(_metadata, self, 1);
+	close(fd);
+	expect_tables(_metadata, self, 0);
+}
+
+/*
+ * A library replaced while a process that mapped it runs (a package
+ * upgrade under a running service): the process's maps say "(deleted)",
+ * and `sframe-synth attach --running` attaches the file it maps, opened
+ * through /proc/PID/map_files; the process's stacks through the library
+ * are then complete. Everything the agent attached is detached again.
+ */
+TEST_F_TIMEOUT(lib, agent_replaced, 180)
+{
+	enum { MAX_FILES = 256 };
+	static char paths[MAX_FILES][PATH_MAX];
+	char cmd[PATH_MAX + 64], line[2 * PATH_MAX], other[PATH_MAX], want[PATH_MAX + 32];
+	unsigned int attached = 0, detached = 0, i;
+	struct result first, r = {};
+	bool replaced_attached = false;
+	struct child c;
+	int status, rc;
+	FILE *out;
+
+	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
+	if (access(cmd, X_OK))
+		SKIP(return, "no sframe-synth next to this program");
+	ASSERT_EQ(0, child_start(&c, self->lc.path));
+	ASSERT_EQ(0, child_run(&c, 'd', 300, &first));
+	print_dl("no table", &first);
+	snprintf(other, sizeof(other), "%s/new.so", self->lc.tmp);
+	ASSERT_EQ(0, write_new(other, self->lc.elf, self->lc.elf_len));
+	ASSERT_EQ(0, rename(other, self->lc.path));
+
+	snprintf(want, sizeof(want), "; mapped as %s (deleted))", self->lc.path);
+	snprintf(cmd, sizeof(cmd), "%s/sframe-synth attach --running", here);
+	out = popen(cmd, "r");
+	ASSERT_NE(NULL, out);
+	while (fgets(line, sizeof(line), out)) {
+		char *path = line + strlen("attached "), *end;
+
+		if (strncmp(line, "attached ", strlen("attached ")))
+			continue;
+		end = strstr(path, " (");
+		if (!end || end - path >= PATH_MAX || attached == MAX_FILES)
+			continue;
+		replaced_attached |= strstr(end, want) != NULL;
+		*end = 0;
+		memcpy(paths[attached++], path, end - path + 1);
+	}
+	rc = pclose(out);
+	printf("# sframe-synth attach --running: %u attached, exit %d\n", attached,
+	       WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+	if (replaced_attached) {
+		child_run(&c, 'd', 500, &r);
+		print_dl("the replaced file attached", &r);
+	}
+	/* Before the child goes: its map_files entries open its files. */
+	for (i = 0; i < attached; i++) {
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			detached += !file_detach(fd);
+			close(fd);
+		}
+	}
+	printf("# detached %u of them\n", detached);
+	status = child_stop(&c);
+
+	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
+	ASSERT_TRUE(replaced_attached) TH_LOG("the agent did not attach the replaced %s",
+					      self->lc.path);
+	EXPECT_EQ(attached, detached);
+	ASSERT_GE(first.in_lib, 20u);
+	EXPECT_LT(first.lib_complete * 4, first.in_lib);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+	EXPECT_EQ(first.before.errors, r.after.errors);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
 }
 
 /* More injection points than an attach has. */

@@ -345,25 +345,54 @@ fn attach_one(path: &Path, o: &Options, seen: &mut BTreeMap<(u64, u64), PathBuf>
     }
 }
 
+/// A file mapped executable, as a line of `/proc/PID/maps` shows it.
+#[derive(Debug, PartialEq)]
+struct ExecMapping<'a> {
+    /// `START-END`, the name of its entry in `/proc/PID/map_files`.
+    range: &'a OsStr,
+    /// `MAJOR:MINOR INODE`: which file it is, whatever its path says.
+    file: (&'a [u8], &'a [u8]),
+    path: &'a OsStr,
+    /// The path no longer names it (unlinked, or replaced by a rename,
+    /// as a package manager upgrades a library).
+    deleted: bool,
+}
+
 /// The files mapped executable in the text of a `/proc/PID/maps`: lines
-/// with `x` in the permissions and a path (not `[vdso]` and the like, not
-/// a file deleted since it was mapped).
-fn exec_paths(maps: &[u8]) -> impl Iterator<Item = &OsStr> {
+/// with `x` in the permissions and a path (not `[vdso]` and the like).
+fn exec_mappings(maps: &[u8]) -> impl Iterator<Item = ExecMapping<'_>> {
     maps.split(|&b| b == b'\n').filter_map(|line| {
         // address perms offset dev inode, then the path after padding
         // (it may hold spaces).
         let mut fields = line.splitn(6, |&b| b == b' ');
-        let perms = fields.nth(1)?;
-        let path = fields.nth(3)?.trim_ascii_start();
-        (perms.contains(&b'x') && path.starts_with(b"/") && !path.ends_with(b" (deleted)"))
-            .then(|| OsStr::from_bytes(path))
+        let range = fields.next()?;
+        let perms = fields.next()?;
+        let (dev, inode) = (fields.nth(1)?, fields.next()?);
+        let path = fields.next()?.trim_ascii_start();
+        if !perms.contains(&b'x') || !path.starts_with(b"/") {
+            return None;
+        }
+        let (path, deleted) = match path.strip_suffix(b" (deleted)") {
+            Some(p) => (p, true),
+            None => (path, false),
+        };
+        Some(ExecMapping {
+            range: OsStr::from_bytes(range),
+            file: (dev, inode),
+            path: OsStr::from_bytes(path),
+            deleted,
+        })
     })
 }
 
-/// Every file some process maps executable, sorted, each once.
+/// Every file some process maps executable, sorted, each once: by its
+/// path, or for a file its path no longer names (a library replaced while
+/// a process that had mapped it still runs), by the process's
+/// `/proc/PID/map_files` entry, which opens the file mapped (as root).
 fn running_objects() -> Result<Vec<PathBuf>, String> {
     let proc = fs::read_dir("/proc").map_err(|e| format!("cannot list /proc: {e}"))?;
     let mut paths = BTreeSet::new();
+    let mut deleted = BTreeSet::new();
     let (mut read, mut denied) = (0usize, 0usize);
     for entry in proc.flatten() {
         let name = entry.file_name();
@@ -374,7 +403,13 @@ fn running_objects() -> Result<Vec<PathBuf>, String> {
         match fs::read(entry.path().join("maps")) {
             Ok(maps) => {
                 read += 1;
-                paths.extend(exec_paths(&maps).map(PathBuf::from));
+                for m in exec_mappings(&maps) {
+                    if !m.deleted {
+                        paths.insert(PathBuf::from(m.path));
+                    } else if deleted.insert((m.file.0.to_vec(), m.file.1.to_vec())) {
+                        paths.insert(entry.path().join("map_files").join(m.range));
+                    }
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => denied += 1,
             Err(_) => {}
@@ -389,6 +424,15 @@ fn running_objects() -> Result<Vec<PathBuf>, String> {
         return Err("no /proc/PID/maps readable".into());
     }
     Ok(paths.into_iter().collect())
+}
+
+/// What `path` maps, if it is a `/proc/PID/map_files` entry: the mapped
+/// file's path then, as the process's maps show it.
+fn mapped_as(path: &Path) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    (dir.file_name()? == "map_files")
+        .then(|| fs::read_link(path).ok())
+        .flatten()
 }
 
 /// `detach` of one object: `Ok(true)` if its file had a table.
@@ -463,7 +507,10 @@ pub fn run(o: &Options) -> ExitCode {
                 report,
             } => {
                 attached += 1;
-                println!("{label} {} ({kind}, {bytes} bytes)", path.display());
+                let what = mapped_as(path)
+                    .map(|p| format!("; mapped as {}", p.display()))
+                    .unwrap_or_default();
+                println!("{label} {} ({kind}, {bytes} bytes{what})", path.display());
                 if o.report {
                     print!("{report}");
                 }
@@ -504,9 +551,9 @@ pub fn run(o: &Options) -> ExitCode {
 mod tests {
     use super::*;
 
-    fn paths(maps: &str) -> Vec<&str> {
-        exec_paths(maps.as_bytes())
-            .map(|p| p.to_str().unwrap_or("?"))
+    fn paths(maps: &str) -> Vec<(&str, bool)> {
+        exec_mappings(maps.as_bytes())
+            .map(|m| (m.path.to_str().unwrap_or("?"), m.deleted))
             .collect()
     }
 
@@ -523,7 +570,25 @@ mod tests {
 ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]
 7f0000008000-7f0000009000 r--p 00000000 fe:01 5                          /usr/lib/locale/C.utf8/LC_CTYPE
 ";
-        assert_eq!(paths(maps), ["/usr/bin/true", "/opt/a dir/lib x.so"]);
+        assert_eq!(
+            paths(maps),
+            [
+                ("/usr/bin/true", false),
+                ("/opt/a dir/lib x.so", false),
+                ("/tmp/gone.so", true),
+                ("/memfd:jit", true)
+            ]
+        );
+        let gone = exec_mappings(maps.as_bytes()).nth(2);
+        assert_eq!(
+            gone,
+            Some(ExecMapping {
+                range: OsStr::new("7f0000002000-7f0000003000"),
+                file: (&b"fe:01"[..], &b"98"[..]),
+                path: OsStr::new("/tmp/gone.so"),
+                deleted: true,
+            })
+        );
         assert!(paths("").is_empty());
         assert!(paths("garbage\n\n").is_empty());
     }

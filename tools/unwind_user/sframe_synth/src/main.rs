@@ -71,7 +71,8 @@ sframe_addr = 0), else one synthesized from .eh_frame as above
 (sframe_addr = 0).
 
   --running    every file a process maps executable (/proc/*/maps),
-               not OBJECTs
+               not OBJECTs; one replaced since it was mapped, through
+               /proc/PID/map_files (needs CAP_SYS_ADMIN)
   --dry-run    do everything but the system call
   --report     print each section's coverage (indented lines)
 
