@@ -98,6 +98,8 @@ static NR_USER_TABLES: Atomic<u64> = Atomic::new(0);
 /// How many of the tables [`FILES`] holds describe their file: the count
 /// an unprivileged query reads, without the lock.
 static NR_DESCRIBED: Atomic<u64> = Atomic::new(0);
+/// How many of them hold their file ([`drop_stale_held`] looks at those).
+static NR_HELD: Atomic<u64> = Atomic::new(0);
 
 /// The budget of file tables, `kernel.unwind_user_file_bytes_max`.
 fn budget() -> u64 {
@@ -589,7 +591,10 @@ fn build_table(
 /// section at `u.sframe_ptr` and makes it the file's table.
 pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     privileged()?;
-    if u.flags != 0 || u.sframe_size == 0 {
+    // First: what it frees may be what this attach needs.
+    drop_stale_held();
+    let no_hold = bindings::UNWIND_USER_FILE_F_NO_HOLD;
+    if u.flags & !no_hold != 0 || u.sframe_size == 0 {
         return Err(EINVAL);
     }
     if u.sframe_size > MAX_SECTION_SIZE as u64 {
@@ -609,11 +614,12 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
             built => Ok(built),
         }
     };
-    // A file with no name left (still mapped by processes started before
-    // it was replaced) is not held: its table goes with its inode, once
-    // nothing maps it, as a table built from the file's own section does.
+    // Unless asked to, or for a file with no name left (still mapped by
+    // processes started before it was replaced), the table holds the
+    // file; else it goes with the inode, once nothing maps the file, as a
+    // table built from the file's own section does.
     // SAFETY: `file` keeps its inode live.
-    let held = if unsafe { unlinked(inode) } {
+    let held = if u.flags & no_hold != 0 || unsafe { unlinked(inode) } {
         None
     } else {
         // SAFETY: `fget()` in this system call; prctl() takes no
@@ -624,7 +630,6 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     let old = insert(table, true)?;
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
-    drop_stale_held();
     Ok(())
 }
 
@@ -637,19 +642,33 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
 /// manager's trigger) sweeps them. Address spaces that attached them keep
 /// them.
 fn drop_stale_held() {
-    let mut files = FILES.lock();
-    files.retain(|t| {
-        // SAFETY: The table is in `FILES`, whose lock we hold, and holds
-        // its file: its inode is live.
-        let gone = t.holds_file() && unsafe { t.stale() || unlinked(t.inode as *const _) };
-        if gone {
-            count(t, false);
-        }
-        // Dropped with the lock held: the last `fput()` of a task defers
-        // the release to its return to user space, and frees nothing
-        // here; the table's rows, if unshared, are freed, no allocation.
-        !gone
-    });
+    if NR_HELD.load(Relaxed) == 0 {
+        return;
+    }
+    // One table a pass, dropped out of the lock (`fput()`, freeing its
+    // rows), from where the last pass stopped: the tables before it were
+    // looked at (any added since is new).
+    let mut from = 0;
+    loop {
+        let old = {
+            let mut files = FILES.lock();
+            let gone = files.iter().skip(from).position(|t| {
+                // SAFETY: The table is in `FILES`, whose lock we hold, and
+                // holds its file: its inode is live.
+                t.holds_file() && unsafe { t.stale() || unlinked(t.inode as *const _) }
+            });
+            let Some(i) = gone.map(|k| from + k) else {
+                return;
+            };
+            from = i;
+            let Ok(old) = files.remove(i) else {
+                return;
+            };
+            count(&old, false);
+            old
+        };
+        drop(old);
+    }
 }
 
 /// The table of `file` built from its own `PT_GNU_SFRAME` segment, or one
@@ -702,8 +721,8 @@ fn user_tables_full() -> bool {
     NR_USER_TABLES.load(Relaxed) >= MAX_USER_TABLES
 }
 
-/// Counts `table` in (`added`) or out of [`NR_DESCRIBED`] and
-/// [`NR_USER_TABLES`]; under the lock of [`FILES`].
+/// Counts `table` in (`added`) or out of [`NR_DESCRIBED`],
+/// [`NR_USER_TABLES`] and [`NR_HELD`]; under the lock of [`FILES`].
 fn count(table: &FileTable, added: bool) {
     let update = |n: &Atomic<u64>| {
         if added {
@@ -717,6 +736,9 @@ fn count(table: &FileTable, added: bool) {
     }
     if table.user {
         update(&NR_USER_TABLES);
+    }
+    if table.holds_file() {
+        update(&NR_HELD);
     }
 }
 
@@ -820,6 +842,7 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
 /// Address spaces that attached it keep it until they unmap the text.
 pub(crate) fn detach(fd: i32) -> Result {
     privileged()?;
+    drop_stale_held();
     let file = regular_file(fd)?;
     let old = remove(inode_of(&file) as usize, None).ok_or(ENOENT)?;
     // Address spaces that map the file without the agent's table (it did
@@ -829,7 +852,6 @@ pub(crate) fn detach(fd: i32) -> Result {
     // address space's rule cache on the machine.
     GEN.add(1, Relaxed);
     drop(old);
-    drop_stale_held();
     Ok(())
 }
 

@@ -84,7 +84,7 @@ struct unwind_user_sframe {
  * @fd:          the file (an x86-64 ELF executable or shared object with
  *               exactly one executable PT_LOAD segment), open for reading;
  *               it must not be open for writing anywhere (ETXTBSY)
- * @flags:       0
+ * @flags:       0, or UNWIND_USER_FILE_F_NO_HOLD
  * @sframe_ptr:  the section's bytes in the caller's memory
  * @sframe_size: their size
  * @sframe_addr: the link-time address the section's own addresses are
@@ -95,7 +95,17 @@ struct unwind_user_sframe {
  * file, shared by every address space that maps its text, and attaches it
  * to an address space the first time a walk that may sleep meets that
  * text.  Size-versioned, as struct unwind_user_sframe.
+ *
+ * The table holds the file, as an open descriptor would, so that a process
+ * that maps it later finds the table, until it is detached, or until the
+ * file changes or loses its last name.  With UNWIND_USER_FILE_F_NO_HOLD
+ * (and for a file with no name left) it does not: it goes with the inode,
+ * once nothing maps the file, and the file's file system can be unmounted
+ * meanwhile (a container's, whose files the agent opened through
+ * /proc/PID/map_files).
  */
+#define UNWIND_USER_FILE_F_NO_HOLD	(1U << 0)
+
 struct unwind_user_file {
 	__s32 fd;
 	__u32 flags;

@@ -78,10 +78,12 @@
 #include <limits.h>
 #include <link.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -883,8 +885,12 @@ struct child {
 	int cmd, res;	/* the parent's ends of its pipes */
 };
 
-/* Start a child, with @lib to dlopen() if not NULL: 0 or -1. */
-static int child_start(struct child *c, const char *lib)
+/*
+ * Start a child, with @lib to dlopen() if not NULL, in a mount namespace
+ * of its own where the file @over is bind-mounted over @lib if not NULL:
+ * 0 or -1.
+ */
+static int child_start_in(struct child *c, const char *lib, const char *over)
 {
 	int cmd[2], res[2];
 
@@ -907,6 +913,10 @@ static int child_start(struct child *c, const char *lib)
 		fcntl(res[1], F_SETFD, 0);
 		snprintf(a, sizeof(a), "%d", cmd[0]);
 		snprintf(b, sizeof(b), "%d", res[1]);
+		if (over && (unshare(CLONE_NEWNS) ||
+			     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+			     mount(over, lib, NULL, MS_BIND, NULL)))
+			_exit(126);
 		/* Only the objects the test knows of (run_kselftest's stdbuf). */
 		unsetenv("LD_PRELOAD");
 		unsetenv("LD_AUDIT");
@@ -925,6 +935,11 @@ static int child_start(struct child *c, const char *lib)
 		return -1;
 	}
 	return 0;
+}
+
+static int child_start(struct child *c, const char *lib)
+{
+	return child_start_in(c, lib, NULL);
 }
 
 static int child_send(struct child *c, char op, int msec)
@@ -2154,6 +2169,44 @@ TEST_F_TIMEOUT(lib, open_for_writing, 120)
 }
 
 /*
+ * A tmpfs of this test's own at @dir (made), in a mount namespace of its
+ * own: its free blocks move with what the test does only. 0 or -1.
+ */
+static int private_tmpfs(const char *dir)
+{
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return -1;
+	if (mkdir(dir, 0700))
+		return -1;
+	return mount("tmpfs", dir, "tmpfs", 0, "size=16m");
+}
+
+/*
+ * Waits up to @ms for the file system at @dir to have at least @want free
+ * blocks: a file's blocks are freed when its inode goes, and a mount's
+ * last reference may be put by a worker a little later. 1 if it has them.
+ */
+static int wait_free(const char *dir, unsigned long long want, int ms)
+{
+	struct statfs st;
+
+	for (; ms >= 0; ms -= 20) {
+		if (!statfs(dir, &st) && st.f_bfree >= want)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* The free blocks of the file system at @dir, or 0. */
+static unsigned long long free_blocks(const char *dir)
+{
+	struct statfs st;
+
+	return statfs(dir, &st) ? 0 : st.f_bfree;
+}
+
+/*
  * An attached file replaced as a package manager upgrades one (a new file
  * renamed over it): the old file, which nothing opens or maps any more, is
  * held by its table only until the agent attaches again, so that its
@@ -2164,43 +2217,51 @@ TEST_F_TIMEOUT(lib, open_for_writing, 120)
  */
 TEST_F(lib, replaced_while_attached)
 {
-	const struct unwind_user_file f = file_of(&self->lc);
-	struct unwind_user_file g = f;
-	struct statfs before, after;
-	char other[PATH_MAX];
-	int fd;
+	char priv[PATH_MAX], path[PATH_MAX + 16], other[PATH_MAX + 16];
+	struct unwind_user_file f = file_of(&self->lc);
+	unsigned long long before, pages = (self->lc.elf_len + 4095) / 4096;
+	int fd, gone;
 
+	if (!self->have)
+		SKIP(return, "the kernel does not count its file tables");
+	snprintf(priv, sizeof(priv), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(priv)) TH_LOG("tmpfs at %s: %s", priv, strerror(errno));
+	snprintf(path, sizeof(path), "%s/lib.so", priv);
+	snprintf(other, sizeof(other), "%s/new.so", priv);
+	ASSERT_EQ(0, write_new(path, self->lc.elf, self->lc.elf_len));
+	f.fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, f.fd);
 	ASSERT_EQ(0, file_attach(&f));
 	expect_tables(_metadata, self, 1);
-	snprintf(other, sizeof(other), "%s/new.so", self->lc.tmp);
 	ASSERT_EQ(0, write_new(other, self->lc.elf, self->lc.elf_len));
-	ASSERT_EQ(0, rename(other, self->lc.path));
-	close(self->lc.fd);
-	self->lc.fd = -1;
-	ASSERT_EQ(0, statfs(self->lc.tmp, &before));
+	ASSERT_EQ(0, rename(other, path));
+	close(f.fd);
+	/* Only the table holds the old file now: its blocks stay used. */
+	before = free_blocks(priv);
+	EXPECT_EQ(0, wait_free(priv, before + pages, 100));
 
-	/* The agent attaches the new file: the old file's table is swept. */
-	fd = open(self->lc.path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * The agent attaches the new file: the old file's table is swept, and
+	 * the old file goes (its last reference is put as the attach returns).
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	g.fd = fd;
-	ASSERT_EQ(0, file_attach(&g));
+	f.fd = fd;
+	ASSERT_EQ(0, file_attach(&f));
 	expect_tables(_metadata, self, 1);
-	ASSERT_EQ(0, statfs(self->lc.tmp, &after));
-	printf("# free blocks of %s: %llu before the attach, %llu after (%zu bytes of file)\n",
-	       self->lc.tmp, (unsigned long long)before.f_bfree,
-	       (unsigned long long)after.f_bfree, self->lc.elf_len);
-	/* Where the file system counts its blocks (tmpfs does, ramfs not). */
-	if (before.f_blocks)
-		EXPECT_LE(before.f_bfree + self->lc.elf_len / before.f_bsize,
-			  after.f_bfree);
+	gone = wait_free(priv, before + pages, 2000);
+	printf("# free blocks: %llu with the old file held, %llu after the attach (%llu pages of file)\n",
+	       before, free_blocks(priv), pages);
+	EXPECT_EQ(1, gone);
 
 	/* Unlinked, then attached: held by nothing but this descriptor. */
 	EXPECT_EQ(0, file_detach(fd));
-	ASSERT_EQ(0, unlink(self->lc.path));
-	ASSERT_EQ(0, file_attach(&g));
+	ASSERT_EQ(0, unlink(path));
+	ASSERT_EQ(0, file_attach(&f));
 	expect_tables(_metadata, self, 1);
 	close(fd);
 	expect_tables(_metadata, self, 0);
+	umount2(priv, MNT_DETACH);
 }
 
 /*
@@ -2277,6 +2338,100 @@ TEST_F_TIMEOUT(lib, agent_replaced, 180)
 	EXPECT_EQ(r.in_lib, r.lib_complete);
 	EXPECT_EQ(first.before.errors, r.after.errors);
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+}
+
+/*
+ * A container's library: a child in a mount namespace of its own maps,
+ * at the library's path, another file bind-mounted there. The path names
+ * another file in the agent's namespace: `sframe-synth attach --running`
+ * attaches the child's file through /proc/PID/map_files, without the
+ * table holding it (UNWIND_USER_FILE_F_NO_HOLD), and the child's stacks
+ * through it are complete. Once the child and its namespace are gone and
+ * the file is deleted, its table goes with it, undetached.
+ */
+TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
+{
+	enum { MAX_FILES = 256 };
+	static char paths[MAX_FILES][PATH_MAX];
+	char cmd[PATH_MAX + 64], line[2 * PATH_MAX], priv[PATH_MAX], other[PATH_MAX + 16];
+	char want[PATH_MAX + 32];
+	unsigned long long before, pages = (self->lc.elf_len + 4095) / 4096;
+	unsigned int attached = 0, held = 0, detached = 0, i;
+	struct result first, r = {};
+	bool other_attached = false;
+	struct child c;
+	int status, rc, gone;
+	FILE *out;
+
+	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
+	if (access(cmd, X_OK))
+		SKIP(return, "no sframe-synth next to this program");
+	snprintf(priv, sizeof(priv), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(priv)) TH_LOG("tmpfs at %s: %s", priv, strerror(errno));
+	snprintf(other, sizeof(other), "%s/other.so", priv);
+	ASSERT_EQ(0, write_new(other, self->lc.elf, self->lc.elf_len));
+	ASSERT_EQ(0, child_start_in(&c, self->lc.path, other));
+	ASSERT_EQ(0, child_run(&c, 'd', 300, &first));
+	print_dl("no table", &first);
+
+	snprintf(want, sizeof(want), "; mapped as %s)", self->lc.path);
+	snprintf(cmd, sizeof(cmd), "%s/sframe-synth attach --running", here);
+	out = popen(cmd, "r");
+	ASSERT_NE(NULL, out);
+	while (fgets(line, sizeof(line), out)) {
+		char *path = line + strlen("attached "), *end;
+
+		if (strncmp(line, "attached ", strlen("attached ")))
+			continue;
+		end = strstr(path, " (");
+		if (!end || end - path >= PATH_MAX || attached == MAX_FILES)
+			continue;
+		other_attached |= strstr(end, want) != NULL;
+		*end = 0;
+		/* The tables that hold their file: detached below. */
+		if (strncmp(path, "/proc/", strlen("/proc/")))
+			memcpy(paths[held++], path, end - path + 1);
+		attached++;
+	}
+	rc = pclose(out);
+	printf("# sframe-synth attach --running: %u attached, %u held, exit %d\n",
+	       attached, held, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+	if (other_attached) {
+		child_run(&c, 'd', 500, &r);
+		print_dl("the other namespace's file attached", &r);
+	}
+	for (i = 0; i < held; i++) {
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			detached += !file_detach(fd);
+			close(fd);
+		}
+	}
+	status = child_stop(&c);
+	/*
+	 * Unlinked, unmapped, its namespace's mount gone (a worker's mntput(),
+	 * a little later): the file goes, which a table that held it would
+	 * keep.
+	 */
+	before = free_blocks(priv);
+	ASSERT_EQ(0, unlink(other));
+	gone = wait_free(priv, before + pages, 5000);
+	printf("# detached %u of the held ones; the child's file %s (free blocks %llu, then %llu)\n",
+	       detached, gone ? "gone" : "still there after 5 s", before, free_blocks(priv));
+	umount2(priv, MNT_DETACH);
+
+	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
+	ASSERT_TRUE(other_attached) TH_LOG("the agent did not attach the child's %s",
+					   self->lc.path);
+	EXPECT_EQ(held, detached);
+	ASSERT_GE(first.in_lib, 20u);
+	EXPECT_LT(first.lib_complete * 4, first.in_lib);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+	EXPECT_EQ(first.before.errors, r.after.errors);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+	EXPECT_EQ(1, gone);
 }
 
 /* More injection points than an attach has. */

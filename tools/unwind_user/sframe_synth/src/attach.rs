@@ -9,7 +9,7 @@
 
 mod sys;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -68,6 +68,9 @@ pub fn parse_args(
         _ => Ok(Some(o)),
     }
 }
+
+/// Largest file read as an object: larger than any program or library.
+const MAX_OBJECT_SIZE: u64 = 4 << 30;
 
 /// Errno values (asm-generic, as on x86_64) and their names, for messages.
 const EPERM: i32 = 1;
@@ -276,9 +279,15 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
     })
 }
 
-/// Attach a section to the file at `path`. `seen` maps the files done
-/// (device, inode) to their first path: a file is attached once.
-fn attach_one(path: &Path, o: &Options, seen: &mut BTreeMap<(u64, u64), PathBuf>) -> Outcome {
+/// Attach a section to the file at `path`, held by the kernel's table if
+/// `hold`. `seen` maps the files done (device, inode) to their first path:
+/// a file is attached once.
+fn attach_one(
+    path: &Path,
+    hold: bool,
+    o: &Options,
+    seen: &mut BTreeMap<(u64, u64), PathBuf>,
+) -> Outcome {
     // A file that vanished or lies in another mount namespace is normal
     // under --running; an OBJECT named on the command line must be there.
     let unreadable = |e: &io::Error| {
@@ -314,7 +323,19 @@ fn attach_one(path: &Path, o: &Options, seen: &mut BTreeMap<(u64, u64), PathBuf>
         return skip(path, &format!("the same file as {}", first.display()));
     }
     seen.insert((meta.dev(), meta.ino()), path.to_path_buf());
-    let mut data = Vec::new();
+    // Not read whole unless it may be an object: an executable memfd may
+    // be a JIT's code, of any size (.NET's is 2 TiB, sparse).
+    if meta.len() > MAX_OBJECT_SIZE {
+        return skip(path, &format!("larger than {} GiB", MAX_OBJECT_SIZE >> 30));
+    }
+    let mut magic = [0u8; 4];
+    match file.read_exact(&mut magic) {
+        Ok(()) if magic == *b"\x7fELF" => {}
+        Ok(()) => return skip(path, "not an ELF file"),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return skip(path, "not an ELF file"),
+        Err(e) => return unreadable(&e),
+    }
+    let mut data = magic.to_vec();
     if let Err(e) = file.read_to_end(&mut data) {
         return unreadable(&e);
     }
@@ -330,7 +351,7 @@ fn attach_one(path: &Path, o: &Options, seen: &mut BTreeMap<(u64, u64), PathBuf>
     if o.dry_run {
         return done;
     }
-    match sys::file_attach(&file, &p.section, p.addr) {
+    match sys::file_attach(&file, &p.section, p.addr, hold) {
         Ok(()) => done,
         Err(e) => {
             let errno = e.raw_os_error().unwrap_or(0);
@@ -385,14 +406,40 @@ fn exec_mappings(maps: &[u8]) -> impl Iterator<Item = ExecMapping<'_>> {
     })
 }
 
-/// Every file some process maps executable, sorted, each once: by its
-/// path, or for a file its path no longer names (a library replaced while
-/// a process that had mapped it still runs), by the process's
-/// `/proc/PID/map_files` entry, which opens the file mapped (as root).
-fn running_objects() -> Result<Vec<PathBuf>, String> {
+/// A file to attach: where to open it, and whether the kernel's table is
+/// to hold it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Object {
+    path: PathBuf,
+    hold: bool,
+}
+
+/// `st_dev` as `/proc/PID/maps` shows a device: `MAJOR:MINOR` in hex, at
+/// least two digits each (glibc's `major()` and `minor()` encoding).
+fn maps_dev(dev: u64) -> String {
+    let major = (dev >> 8) & 0xfff | (dev >> 32) & !0xfff;
+    let minor = dev & 0xff | (dev >> 12) & !0xff;
+    format!("{major:02x}:{minor:02x}")
+}
+
+/// Does `path` name, here, the file `m` maps (same device and inode)?
+fn names_here(m: &ExecMapping<'_>) -> bool {
+    fs::metadata(m.path).is_ok_and(|meta| {
+        maps_dev(meta.dev()).as_bytes() == m.file.0 && meta.ino().to_string().as_bytes() == m.file.1
+    })
+}
+
+/// Every file some process maps executable, each once (by device and
+/// inode), sorted: by its path, where the path names it here, held by the
+/// kernel's table as a named `OBJECT` is. Else (a library replaced while a
+/// process that had mapped it still runs, a file of a container's mount
+/// namespace) by the process's `/proc/PID/map_files` entry, which opens
+/// the file mapped (as root), and not held: a container's file system is
+/// not to stay mounted for the table's sake, and a file with no name left
+/// is not to outlive its last mapping.
+fn running_objects() -> Result<Vec<Object>, String> {
     let proc = fs::read_dir("/proc").map_err(|e| format!("cannot list /proc: {e}"))?;
-    let mut paths = BTreeSet::new();
-    let mut deleted = BTreeSet::new();
+    let mut files = BTreeMap::new();
     let (mut read, mut denied) = (0usize, 0usize);
     for entry in proc.flatten() {
         let name = entry.file_name();
@@ -404,11 +451,22 @@ fn running_objects() -> Result<Vec<PathBuf>, String> {
             Ok(maps) => {
                 read += 1;
                 for m in exec_mappings(&maps) {
-                    if !m.deleted {
-                        paths.insert(PathBuf::from(m.path));
-                    } else if deleted.insert((m.file.0.to_vec(), m.file.1.to_vec())) {
-                        paths.insert(entry.path().join("map_files").join(m.range));
+                    let key = (m.file.0.to_vec(), m.file.1.to_vec());
+                    if files.contains_key(&key) {
+                        continue;
                     }
+                    let object = if !m.deleted && names_here(&m) {
+                        Object {
+                            path: PathBuf::from(m.path),
+                            hold: true,
+                        }
+                    } else {
+                        Object {
+                            path: entry.path().join("map_files").join(m.range),
+                            hold: false,
+                        }
+                    };
+                    files.insert(key, object);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => denied += 1,
@@ -423,7 +481,9 @@ fn running_objects() -> Result<Vec<PathBuf>, String> {
     if read == 0 {
         return Err("no /proc/PID/maps readable".into());
     }
-    Ok(paths.into_iter().collect())
+    let mut objects: Vec<Object> = files.into_values().collect();
+    objects.sort();
+    Ok(objects)
 }
 
 /// What `path` maps, if it is a `/proc/PID/map_files` entry: the mapped
@@ -446,9 +506,9 @@ fn detach_one(path: &Path) -> Result<bool, String> {
 }
 
 /// Run `detach`: one line per object on stdout, then the summary.
-fn run_detach(objects: &[PathBuf]) -> ExitCode {
+fn run_detach(objects: &[Object]) -> ExitCode {
     let (mut detached, mut none, mut failed) = (0usize, 0usize, 0usize);
-    for path in objects {
+    for Object { path, .. } in objects {
         match detach_one(path) {
             Ok(true) => {
                 detached += 1;
@@ -487,7 +547,13 @@ pub fn run(o: &Options) -> ExitCode {
             }
         }
     } else {
-        o.objects.clone()
+        o.objects
+            .iter()
+            .map(|path| Object {
+                path: path.clone(),
+                hold: true,
+            })
+            .collect()
     };
     if o.detach {
         return run_detach(&objects);
@@ -499,8 +565,8 @@ pub fn run(o: &Options) -> ExitCode {
     };
     let mut seen = BTreeMap::new();
     let (mut attached, mut skipped, mut failed, mut not_tried) = (0usize, 0usize, 0usize, 0usize);
-    for (i, path) in objects.iter().enumerate() {
-        match attach_one(path, o, &mut seen) {
+    for (i, Object { path, hold }) in objects.iter().enumerate() {
+        match attach_one(path, *hold, o, &mut seen) {
             Outcome::Attached {
                 kind,
                 bytes,
@@ -591,6 +657,14 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsysca
         );
         assert!(paths("").is_empty());
         assert!(paths("garbage\n\n").is_empty());
+    }
+
+    #[test]
+    fn devices_as_maps_shows_them() {
+        // makedev(254, 1), makedev(0, 33), makedev(259, 0x12345).
+        assert_eq!(maps_dev(0xfe01), "fe:01");
+        assert_eq!(maps_dev(0x21), "00:21");
+        assert_eq!(maps_dev(0x1231_0345), "103:12345");
     }
 
     #[test]

@@ -71,8 +71,10 @@ sframe_addr = 0), else one synthesized from .eh_frame as above
 (sframe_addr = 0).
 
   --running    every file a process maps executable (/proc/*/maps),
-               not OBJECTs; one replaced since it was mapped, through
-               /proc/PID/map_files (needs CAP_SYS_ADMIN)
+               not OBJECTs; one replaced since it was mapped, or of
+               another mount namespace (a container's), through
+               /proc/PID/map_files (needs CAP_SYS_ADMIN), and not held
+               by the kernel (UNWIND_USER_FILE_F_NO_HOLD)
   --dry-run    do everything but the system call
   --report     print each section's coverage (indented lines)
 

@@ -13,6 +13,8 @@ const PR_UNWIND_USER: c_int = 82;
 /// Operations of `PR_UNWIND_USER` (<linux/unwind_user.h>).
 const UNWIND_USER_QUERY: c_ulong = 3;
 const UNWIND_USER_FILE_ATTACH: c_ulong = 6;
+/// The table does not hold the file: it goes with the inode.
+const UNWIND_USER_FILE_F_NO_HOLD: u32 = 1;
 const UNWIND_USER_FILE_DETACH: c_ulong = 7;
 /// `struct unwind_user_info` as far as `UNWIND_USER_INFO_SIZE_VER0`: six
 /// counters.
@@ -55,12 +57,14 @@ fn addr<T>(p: *const T) -> io::Result<c_ulong> {
 
 /// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH)`: make `section`
 /// (its addresses relative to link-time address `sframe_addr`) the SFrame
-/// table of `file`, for every process that maps it. The `errno` of a
+/// table of `file`, for every process that maps it; held by the kernel
+/// (`hold`) or gone with the inode, once nothing maps the file. The
+/// `errno` of a
 /// failure is in the error (`raw_os_error()`).
-pub fn file_attach(file: &File, section: &[u8], sframe_addr: u64) -> io::Result<()> {
+pub fn file_attach(file: &File, section: &[u8], sframe_addr: u64, hold: bool) -> io::Result<()> {
     let arg = UnwindUserFile {
         fd: file.as_raw_fd(),
-        flags: 0,
+        flags: if hold { 0 } else { UNWIND_USER_FILE_F_NO_HOLD },
         sframe_ptr: addr(section.as_ptr())?,
         sframe_size: u64::try_from(section.len())
             .map_err(|_| io::Error::from_raw_os_error(EINVAL))?,
