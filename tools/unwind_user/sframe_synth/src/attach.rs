@@ -414,19 +414,16 @@ struct Object {
     hold: bool,
 }
 
-/// `st_dev` as `/proc/PID/maps` shows a device: `MAJOR:MINOR` in hex, at
-/// least two digits each (glibc's `major()` and `minor()` encoding).
-fn maps_dev(dev: u64) -> String {
-    let major = (dev >> 8) & 0xfff | (dev >> 32) & !0xfff;
-    let minor = dev & 0xff | (dev >> 12) & !0xff;
-    format!("{major:02x}:{minor:02x}")
-}
-
-/// Does `path` name, here, the file `m` maps (same device and inode)?
-fn names_here(m: &ExecMapping<'_>) -> bool {
-    fs::metadata(m.path).is_ok_and(|meta| {
-        maps_dev(meta.dev()).as_bytes() == m.file.0 && meta.ino().to_string().as_bytes() == m.file.1
-    })
+/// Does `m`'s path name, here, the file that `mapped` (its
+/// `/proc/PID/map_files` entry) opens? Both are asked of `stat()`, whose
+/// device numbers are not always the maps' (btrfs subvolumes). Where the
+/// entry cannot be followed (without `CAP_SYS_ADMIN`), the path is taken
+/// for the file, as it names it here if anything.
+fn names_here(m: &ExecMapping<'_>, mapped: &Path) -> bool {
+    let Ok(here) = fs::metadata(m.path) else {
+        return false;
+    };
+    fs::metadata(mapped).map_or(true, |f| (f.dev(), f.ino()) == (here.dev(), here.ino()))
 }
 
 /// Every file some process maps executable, each once (by device and
@@ -455,14 +452,15 @@ fn running_objects() -> Result<Vec<Object>, String> {
                     if files.contains_key(&key) {
                         continue;
                     }
-                    let object = if !m.deleted && names_here(&m) {
+                    let mapped = entry.path().join("map_files").join(m.range);
+                    let object = if !m.deleted && names_here(&m, &mapped) {
                         Object {
                             path: PathBuf::from(m.path),
                             hold: true,
                         }
                     } else {
                         Object {
-                            path: entry.path().join("map_files").join(m.range),
+                            path: mapped,
                             hold: false,
                         }
                     };
@@ -657,14 +655,6 @@ ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsysca
         );
         assert!(paths("").is_empty());
         assert!(paths("garbage\n\n").is_empty());
-    }
-
-    #[test]
-    fn devices_as_maps_shows_them() {
-        // makedev(254, 1), makedev(0, 33), makedev(259, 0x12345).
-        assert_eq!(maps_dev(0xfe01), "fe:01");
-        assert_eq!(maps_dev(0x21), "00:21");
-        assert_eq!(maps_dev(0x1231_0345), "103:12345");
     }
 
     #[test]
