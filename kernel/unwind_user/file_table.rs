@@ -591,8 +591,6 @@ fn build_table(
 /// section at `u.sframe_ptr` and makes it the file's table.
 pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     privileged()?;
-    // First: what it frees may be what this attach needs.
-    drop_stale_held();
     let no_hold = bindings::UNWIND_USER_FILE_F_NO_HOLD;
     if u.flags & !no_hold != 0 || u.sframe_size == 0 {
         return Err(EINVAL);
@@ -601,7 +599,14 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         return Err(E2BIG);
     }
     let file = regular_file(u.fd)?;
+    // What it frees may be what this attach needs.
+    drop_stale_held();
     let inode = inode_of(&file);
+    // A file any user may have made (a memfd, a user's program the agent
+    // found mapped) counts against the users' part of the budget, as a
+    // table built from its own section does.
+    // SAFETY: `file` keeps its inode live.
+    let user = unsafe { bindings::unwind_user_inode_users(inode) };
     let build = || {
         let text = text_segment(&file)?;
         let len = usize::try_from(u.sframe_size).map_err(|_| E2BIG)?;
@@ -609,15 +614,16 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
             .reader()
             .read_slice(&mut bytes)?;
-        match describe(text, u.sframe_addr, bytes, false)? {
+        match describe(text, u.sframe_addr, bytes, user)? {
             Built::OverBudget(_) => Err(ENOSPC),
             built => Ok(built),
         }
     };
     // Unless asked to, or for a file with no name left (still mapped by
     // processes started before it was replaced), the table holds the
-    // file; else it goes with the inode, once nothing maps the file, as a
-    // table built from the file's own section does.
+    // file; else it goes when the inode is evicted (once nothing maps or
+    // holds the file open, when the inode cache lets it go), as a table
+    // built from the file's own section does.
     // SAFETY: `file` keeps its inode live.
     let held = if u.flags & no_hold != 0 || unsafe { unlinked(inode) } {
         None
@@ -626,7 +632,7 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         // `fdget_pos()`.
         Some(unsafe { LocalFile::assume_no_fdget_pos(file.clone()) })
     };
-    let table = build_table(inode, held, false, build)?;
+    let table = build_table(inode, held, user, build)?;
     let old = insert(table, true)?;
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
@@ -635,7 +641,10 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
 
 /// Removes the tables that hold their file (an agent's) whose file changed
 /// since, or lost its last name: a library a package manager replaced,
-/// which no process started from now on maps. Nothing else removes them
+/// which a process that maps it from now on reaches only by a descriptor
+/// (unlinking moved its ctime: [`find`] would drop the table for such a
+/// process all the same; the agent attaches the file again, unheld,
+/// through the maps of the processes that still map it). Nothing else removes them
 /// while no address space maps the old file again ([`find`]), and they
 /// would hold it, its blocks, and their budget, until detached, which its
 /// path no longer can: the agent's next attach or detach (a package
@@ -842,8 +851,8 @@ fn remove(inode: usize, only: Option<&Arc<FileTable>>) -> Option<Arc<FileTable>>
 /// Address spaces that attached it keep it until they unmap the text.
 pub(crate) fn detach(fd: i32) -> Result {
     privileged()?;
-    drop_stale_held();
     let file = regular_file(fd)?;
+    drop_stale_held();
     let old = remove(inode_of(&file) as usize, None).ok_or(ENOENT)?;
     // Address spaces that map the file without the agent's table (it did
     // not fit their mapping, or the budget) may attach its own now. Only

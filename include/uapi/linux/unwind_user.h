@@ -98,11 +98,13 @@ struct unwind_user_sframe {
  *
  * The table holds the file, as an open descriptor would, so that a process
  * that maps it later finds the table, until it is detached, or until the
- * file changes or loses its last name.  With UNWIND_USER_FILE_F_NO_HOLD
- * (and for a file with no name left) it does not: it goes with the inode,
- * once nothing maps the file, and the file's file system can be unmounted
- * meanwhile (a container's, whose files the agent opened through
- * /proc/PID/map_files).
+ * file changes or loses its last name.  With UNWIND_USER_FILE_F_NO_HOLD,
+ * and for a file with no name left when it is attached (a later link()
+ * does not change that), it does not: it goes when the inode is evicted,
+ * once nothing maps or holds the file open and the inode cache lets it
+ * go, which may be before another process maps it; the file's file system
+ * can be unmounted meanwhile (a container's, whose files the agent opened
+ * through /proc/PID/map_files).
  */
 #define UNWIND_USER_FILE_F_NO_HOLD	(1U << 0)
 

@@ -2234,10 +2234,10 @@ TEST_F(lib, replaced_while_attached)
 	ASSERT_EQ(0, file_attach(&f));
 	expect_tables(_metadata, self, 1);
 	ASSERT_EQ(0, write_new(other, self->lc.elf, self->lc.elf_len));
+	before = free_blocks(priv);
 	ASSERT_EQ(0, rename(other, path));
 	close(f.fd);
 	/* Only the table holds the old file now: its blocks stay used. */
-	before = free_blocks(priv);
 	EXPECT_EQ(0, wait_free(priv, before + pages, 100));
 
 	/*

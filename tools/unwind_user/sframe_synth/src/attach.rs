@@ -14,7 +14,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -69,8 +69,14 @@ pub fn parse_args(
     }
 }
 
-/// Largest file read as an object: larger than any program or library.
-const MAX_OBJECT_SIZE: u64 = 4 << 30;
+/// Largest file read as an object: larger than the largest programs and
+/// libraries (a CUDA library is under 1 GiB), and bounds what a user who
+/// maps a file of his own executable makes this program read.
+const MAX_OBJECT_SIZE: u64 = 1 << 30;
+/// `open()` flags (x86_64): a FIFO or a device a path was swapped for
+/// meanwhile neither blocks the open nor becomes a controlling terminal.
+const O_NOCTTY: i32 = 0o400;
+const O_NONBLOCK: i32 = 0o4000;
 
 /// Errno values (asm-generic, as on x86_64) and their names, for messages.
 const EPERM: i32 = 1;
@@ -279,15 +285,10 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
     })
 }
 
-/// Attach a section to the file at `path`, held by the kernel's table if
-/// `hold`. `seen` maps the files done (device, inode) to their first path:
-/// a file is attached once.
-fn attach_one(
-    path: &Path,
-    hold: bool,
-    o: &Options,
-    seen: &mut BTreeMap<(u64, u64), PathBuf>,
-) -> Outcome {
+/// Attach a section to the file of `object`. `seen` maps the files done
+/// (device, inode) to their first path: a file is attached once.
+fn attach_one(object: &Object, o: &Options, seen: &mut BTreeMap<(u64, u64), PathBuf>) -> Outcome {
+    let path = object.path.as_path();
     // A file that vanished or lies in another mount namespace is normal
     // under --running; an OBJECT named on the command line must be there.
     let unreadable = |e: &io::Error| {
@@ -300,14 +301,12 @@ fn attach_one(
             }
         }
     };
-    // Only a regular file is opened: opening a FIFO would block.
-    let opened = match fs::metadata(path) {
-        Ok(m) if !m.is_file() => return skip(path, "not a regular file"),
-        Ok(_) => File::open(path),
-        Err(e) => Err(e),
-    };
     // Read-only, and kept open across the system call: the kernel reads
-    // the program headers of this very file.
+    // the program headers of this very file. Only a regular file is used.
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK | O_NOCTTY)
+        .open(path);
     let mut file = match opened {
         Ok(f) => f,
         Err(e) => return unreadable(&e),
@@ -319,14 +318,18 @@ fn attach_one(
     if !meta.is_file() {
         return skip(path, "not a regular file");
     }
+    if object.file.is_some_and(|f| f != (meta.dev(), meta.ino())) {
+        return skip(path, "not the file mapped any more (its path changed)");
+    }
     if let Some(first) = seen.get(&(meta.dev(), meta.ino())) {
         return skip(path, &format!("the same file as {}", first.display()));
     }
     seen.insert((meta.dev(), meta.ino()), path.to_path_buf());
     // Not read whole unless it may be an object: an executable memfd may
     // be a JIT's code, of any size (.NET's is 2 TiB, sparse).
+    let too_large = || skip(path, &format!("larger than {} GiB", MAX_OBJECT_SIZE >> 30));
     if meta.len() > MAX_OBJECT_SIZE {
-        return skip(path, &format!("larger than {} GiB", MAX_OBJECT_SIZE >> 30));
+        return too_large();
     }
     let mut magic = [0u8; 4];
     match file.read_exact(&mut magic) {
@@ -336,8 +339,12 @@ fn attach_one(
         Err(e) => return unreadable(&e),
     }
     let mut data = magic.to_vec();
-    if let Err(e) = file.read_to_end(&mut data) {
+    // Bounded: the file may have grown since.
+    if let Err(e) = (&mut file).take(MAX_OBJECT_SIZE).read_to_end(&mut data) {
         return unreadable(&e);
+    }
+    if data.len() as u64 > MAX_OBJECT_SIZE {
+        return too_large();
     }
     let p = match prepare(path, &data) {
         Ok(p) => p,
@@ -351,7 +358,7 @@ fn attach_one(
     if o.dry_run {
         return done;
     }
-    match sys::file_attach(&file, &p.section, p.addr, hold) {
+    match sys::file_attach(&file, &p.section, p.addr, object.hold) {
         Ok(()) => done,
         Err(e) => {
             let errno = e.raw_os_error().unwrap_or(0);
@@ -406,24 +413,36 @@ fn exec_mappings(maps: &[u8]) -> impl Iterator<Item = ExecMapping<'_>> {
     })
 }
 
-/// A file to attach: where to open it, and whether the kernel's table is
-/// to hold it.
+/// A file to attach: where to open it, whether the kernel's table is to
+/// hold it, and which file it must be (device and inode, as `stat()` of
+/// the process's `map_files` entry gave them), if known.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Object {
     path: PathBuf,
     hold: bool,
+    file: Option<(u64, u64)>,
 }
 
-/// Does `m`'s path name, here, the file that `mapped` (its
-/// `/proc/PID/map_files` entry) opens? Both are asked of `stat()`, whose
-/// device numbers are not always the maps' (btrfs subvolumes). Where the
-/// entry cannot be followed (without `CAP_SYS_ADMIN`), the path is taken
-/// for the file, as it names it here if anything.
-fn names_here(m: &ExecMapping<'_>, mapped: &Path) -> bool {
+/// A mapped file, once: by `stat()` of its `map_files` entry, or where
+/// that cannot be followed (without `CAP_SYS_ADMIN`), by the device and
+/// inode the maps show (which distinct files of btrfs subvolumes or
+/// overlayfs layers may share) and its path.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum FileKey {
+    Stat(u64, u64),
+    Maps(Vec<u8>, Vec<u8>, Vec<u8>),
+}
+
+/// Does `m`'s path name, here, the file mapped (`mapped`: device and
+/// inode, as `stat()` of its `/proc/PID/map_files` entry gives them,
+/// whose device numbers are not always the maps': btrfs subvolumes)?
+/// Where the entry cannot be followed, the path is taken for the file, as
+/// it names it here if anything.
+fn names_here(m: &ExecMapping<'_>, mapped: Option<(u64, u64)>) -> bool {
     let Ok(here) = fs::metadata(m.path) else {
         return false;
     };
-    fs::metadata(mapped).map_or(true, |f| (f.dev(), f.ino()) == (here.dev(), here.ino()))
+    mapped.is_none_or(|f| f == (here.dev(), here.ino()))
 }
 
 /// Every file some process maps executable, each once (by device and
@@ -448,20 +467,30 @@ fn running_objects() -> Result<Vec<Object>, String> {
             Ok(maps) => {
                 read += 1;
                 for m in exec_mappings(&maps) {
-                    let key = (m.file.0.to_vec(), m.file.1.to_vec());
+                    let mapped = entry.path().join("map_files").join(m.range);
+                    let file = fs::metadata(&mapped).ok().map(|f| (f.dev(), f.ino()));
+                    let key = match file {
+                        Some((dev, ino)) => FileKey::Stat(dev, ino),
+                        None => FileKey::Maps(
+                            m.file.0.to_vec(),
+                            m.file.1.to_vec(),
+                            m.path.as_bytes().to_vec(),
+                        ),
+                    };
                     if files.contains_key(&key) {
                         continue;
                     }
-                    let mapped = entry.path().join("map_files").join(m.range);
-                    let object = if !m.deleted && names_here(&m, &mapped) {
+                    let object = if !m.deleted && names_here(&m, file) {
                         Object {
                             path: PathBuf::from(m.path),
                             hold: true,
+                            file,
                         }
                     } else {
                         Object {
                             path: mapped,
                             hold: false,
+                            file,
                         }
                     };
                     files.insert(key, object);
@@ -550,6 +579,7 @@ pub fn run(o: &Options) -> ExitCode {
             .map(|path| Object {
                 path: path.clone(),
                 hold: true,
+                file: None,
             })
             .collect()
     };
@@ -563,8 +593,9 @@ pub fn run(o: &Options) -> ExitCode {
     };
     let mut seen = BTreeMap::new();
     let (mut attached, mut skipped, mut failed, mut not_tried) = (0usize, 0usize, 0usize, 0usize);
-    for (i, Object { path, hold }) in objects.iter().enumerate() {
-        match attach_one(path, *hold, o, &mut seen) {
+    for (i, object) in objects.iter().enumerate() {
+        let path = &object.path;
+        match attach_one(object, o, &mut seen) {
             Outcome::Attached {
                 kind,
                 bytes,
