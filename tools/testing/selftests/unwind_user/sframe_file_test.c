@@ -1122,6 +1122,73 @@ TEST_F_TIMEOUT(libc, already_running, 120)
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
 }
 
+/* What `sframe-synth attach --running` did. */
+struct agent_run {
+	unsigned int attached;		/* files attached */
+	unsigned int held;		/* of those, opened by a path: held */
+	bool found;			/* a line had what was looked for */
+	int status;			/* its wait status */
+	char held_paths[256][PATH_MAX];
+};
+
+/*
+ * Runs `sframe-synth attach --running` into @a (0, or -1 if it could not
+ * start): what it attached, the paths of the files it opened by a path
+ * (whose tables hold them; at most 256 kept), and whether a line had
+ * @want.
+ */
+static int agent_attach(struct agent_run *a, const char *want)
+{
+	char cmd[PATH_MAX + 64], line[2 * PATH_MAX];
+	FILE *out;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(cmd, sizeof(cmd), "%s/sframe-synth attach --running", here);
+	out = popen(cmd, "r");
+	if (!out)
+		return -1;
+	while (fgets(line, sizeof(line), out)) {
+		char *path = line + strlen("attached "), *end;
+
+		if (strncmp(line, "attached ", strlen("attached ")))
+			continue;
+		end = strstr(path, " (");
+		if (!end)
+			continue;
+		a->attached++;
+		a->found |= strstr(line, want) != NULL;
+		*end = 0;
+		if (!strncmp(path, "/proc/", strlen("/proc/")) || end - path >= PATH_MAX ||
+		    a->held == ARRAY_SIZE(a->held_paths))
+			continue;
+		memcpy(a->held_paths[a->held++], path, end - path + 1);
+	}
+	a->status = pclose(out);
+	printf("# sframe-synth attach --running: %u attached, %u held, exit %d\n",
+	       a->attached, a->held, WIFEXITED(a->status) ? WEXITSTATUS(a->status) : -1);
+	return 0;
+}
+
+/*
+ * Detaches the tables agent_attach() saw holding their file: how many it
+ * detached. The others go with their files.
+ */
+static unsigned int agent_detach(const struct agent_run *a)
+{
+	unsigned int i, detached = 0;
+
+	for (i = 0; i < a->held; i++) {
+		int fd = open(a->held_paths[i], O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			detached += !file_detach(fd);
+			close(fd);
+		}
+	}
+	printf("# detached %u of them\n", detached);
+	return detached;
+}
+
 /*
  * The agent as an administrator runs it: sframe-synth attach --running
  * (staged next to this program by harness/stage-audit.sh) attaches a
@@ -1131,15 +1198,12 @@ TEST_F_TIMEOUT(libc, already_running, 120)
  */
 TEST_F_TIMEOUT(libc, agent_running, 180)
 {
-	enum { MAX_FILES = 256 };
-	char cmd[PATH_MAX + 64], line[PATH_MAX + 128];
-	static char paths[MAX_FILES][PATH_MAX];
-	unsigned int attached = 0, detached = 0, i;
+	static struct agent_run a;
 	struct result before, prime, after = {};
-	bool libc_attached = false;
+	char cmd[PATH_MAX + 64], want[PATH_MAX + 32];
+	unsigned int detached;
 	struct child c;
-	int status, rc;
-	FILE *out;
+	int status;
 
 	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
 	if (access(cmd, X_OK))
@@ -1148,47 +1212,22 @@ TEST_F_TIMEOUT(libc, agent_running, 180)
 	ASSERT_EQ(0, child_run(&c, 'q', 500, &before));
 	print_result("qsort before the agent", &before);
 
-	snprintf(cmd, sizeof(cmd), "%s/sframe-synth attach --running", here);
-	out = popen(cmd, "r");
-	ASSERT_NE(NULL, out);
-	while (fgets(line, sizeof(line), out)) {
-		char *path = line + strlen("attached "), *end;
-
-		if (strncmp(line, "attached ", strlen("attached ")))
-			continue;
-		end = strstr(path, " (");
-		if (!end || end - path >= PATH_MAX || attached == MAX_FILES)
-			continue;
-		*end = 0;
-		libc_attached |= !strcmp(path, self->path);
-		memcpy(paths[attached++], path, end - path + 1);
-	}
-	rc = pclose(out);
-	printf("# sframe-synth attach --running: %u attached, exit %d\n", attached,
-	       WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
-
-	if (libc_attached) {
+	snprintf(want, sizeof(want), "attached %s (", self->path);
+	ASSERT_EQ(0, agent_attach(&a, want));
+	if (a.found) {
 		/* A walk that may sleep in libc, then perf's samples. */
 		child_run(&c, 'p', 200, &prime);
 		child_run(&c, 'q', 1000, &after);
 		print_result("qsort after the agent", &after);
 	}
+	/* Every file the agent attached, detached again, checks or not. */
+	detached = agent_detach(&a);
 	status = child_stop(&c);
 
-	/* Every file the agent attached, detached again, checks or not. */
-	for (i = 0; i < attached; i++) {
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			detached += !file_detach(fd);
-			close(fd);
-		}
-	}
-	printf("# detached %u of them\n", detached);
-
-	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
-	ASSERT_TRUE(libc_attached) TH_LOG("the agent did not attach %s", self->path);
-	EXPECT_EQ(attached, detached);
+	ASSERT_TRUE(WIFEXITED(a.status) && !WEXITSTATUS(a.status))
+		TH_LOG("sframe-synth exit %#x", a.status);
+	ASSERT_TRUE(a.found) TH_LOG("the agent did not attach %s", self->path);
+	EXPECT_EQ(a.held, detached);
 	EXPECT_LT(before.t.complete * 2, before.t.in_work);
 	ASSERT_GE(after.t.in_work, 20u);
 	EXPECT_EQ(after.t.in_work, after.t.complete);
@@ -2265,6 +2304,30 @@ TEST_F(lib, replaced_while_attached)
 }
 
 /*
+ * What a test that had the agent attach the library its child maps
+ * checks: the agent ran and attached it (@a), the tables that hold their
+ * file were all @detached; the child's stacks through the library were
+ * mostly incomplete before (@first) and all complete after (@r); the
+ * child exited cleanly (@status).
+ */
+static void expect_agent_described(struct __test_metadata *_metadata,
+				   const struct agent_run *a, unsigned int detached,
+				   const struct result *first, const struct result *r,
+				   int status)
+{
+	ASSERT_TRUE(WIFEXITED(a->status) && !WEXITSTATUS(a->status))
+		TH_LOG("sframe-synth exit %#x", a->status);
+	ASSERT_TRUE(a->found) TH_LOG("the agent did not attach the child's library");
+	EXPECT_EQ(a->held, detached);
+	ASSERT_GE(first->in_lib, 20u);
+	EXPECT_LT(first->lib_complete * 4, first->in_lib);
+	ASSERT_GE(r->in_lib, 20u);
+	EXPECT_EQ(r->in_lib, r->lib_complete);
+	EXPECT_EQ(first->before.errors, r->after.errors);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+}
+
+/*
  * A library replaced while a process that mapped it runs (a package
  * upgrade under a running service): the process's maps say "(deleted)",
  * and `sframe-synth attach --running` attaches the file it maps, opened
@@ -2273,15 +2336,12 @@ TEST_F(lib, replaced_while_attached)
  */
 TEST_F_TIMEOUT(lib, agent_replaced, 180)
 {
-	enum { MAX_FILES = 256 };
-	static char paths[MAX_FILES][PATH_MAX];
-	char cmd[PATH_MAX + 64], line[2 * PATH_MAX], other[PATH_MAX], want[PATH_MAX + 32];
-	unsigned int attached = 0, detached = 0, i;
+	char cmd[PATH_MAX + 64], other[PATH_MAX], want[PATH_MAX + 32];
+	static struct agent_run a;
 	struct result first, r = {};
-	bool replaced_attached = false;
+	unsigned int detached;
 	struct child c;
-	int status, rc;
-	FILE *out;
+	int status;
 
 	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
 	if (access(cmd, X_OK))
@@ -2294,50 +2354,15 @@ TEST_F_TIMEOUT(lib, agent_replaced, 180)
 	ASSERT_EQ(0, rename(other, self->lc.path));
 
 	snprintf(want, sizeof(want), "; mapped as %s (deleted))", self->lc.path);
-	snprintf(cmd, sizeof(cmd), "%s/sframe-synth attach --running", here);
-	out = popen(cmd, "r");
-	ASSERT_NE(NULL, out);
-	while (fgets(line, sizeof(line), out)) {
-		char *path = line + strlen("attached "), *end;
-
-		if (strncmp(line, "attached ", strlen("attached ")))
-			continue;
-		end = strstr(path, " (");
-		if (!end || end - path >= PATH_MAX || attached == MAX_FILES)
-			continue;
-		replaced_attached |= strstr(end, want) != NULL;
-		*end = 0;
-		memcpy(paths[attached++], path, end - path + 1);
-	}
-	rc = pclose(out);
-	printf("# sframe-synth attach --running: %u attached, exit %d\n", attached,
-	       WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
-	if (replaced_attached) {
+	ASSERT_EQ(0, agent_attach(&a, want));
+	if (a.found) {
 		child_run(&c, 'd', 500, &r);
 		print_dl("the replaced file attached", &r);
 	}
-	/* Before the child goes: its map_files entries open its files. */
-	for (i = 0; i < attached; i++) {
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			detached += !file_detach(fd);
-			close(fd);
-		}
-	}
-	printf("# detached %u of them\n", detached);
+	detached = agent_detach(&a);
 	status = child_stop(&c);
 
-	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
-	ASSERT_TRUE(replaced_attached) TH_LOG("the agent did not attach the replaced %s",
-					      self->lc.path);
-	EXPECT_EQ(attached, detached);
-	ASSERT_GE(first.in_lib, 20u);
-	EXPECT_LT(first.lib_complete * 4, first.in_lib);
-	ASSERT_GE(r.in_lib, 20u);
-	EXPECT_EQ(r.in_lib, r.lib_complete);
-	EXPECT_EQ(first.before.errors, r.after.errors);
-	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+	expect_agent_described(_metadata, &a, detached, &first, &r, status);
 }
 
 /*
@@ -2351,17 +2376,13 @@ TEST_F_TIMEOUT(lib, agent_replaced, 180)
  */
 TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
 {
-	enum { MAX_FILES = 256 };
-	static char paths[MAX_FILES][PATH_MAX];
-	char cmd[PATH_MAX + 64], line[2 * PATH_MAX], priv[PATH_MAX], other[PATH_MAX + 16];
-	char want[PATH_MAX + 32];
+	char cmd[PATH_MAX + 64], priv[PATH_MAX], other[PATH_MAX + 16], want[PATH_MAX + 32];
 	unsigned long long before, pages = (self->lc.elf_len + 4095) / 4096;
-	unsigned int attached = 0, held = 0, detached = 0, i;
+	static struct agent_run a;
 	struct result first, r = {};
-	bool other_attached = false;
+	unsigned int detached;
 	struct child c;
-	int status, rc, gone;
-	FILE *out;
+	int status, gone;
 
 	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
 	if (access(cmd, X_OK))
@@ -2375,39 +2396,12 @@ TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
 	print_dl("no table", &first);
 
 	snprintf(want, sizeof(want), "; mapped as %s)", self->lc.path);
-	snprintf(cmd, sizeof(cmd), "%s/sframe-synth attach --running", here);
-	out = popen(cmd, "r");
-	ASSERT_NE(NULL, out);
-	while (fgets(line, sizeof(line), out)) {
-		char *path = line + strlen("attached "), *end;
-
-		if (strncmp(line, "attached ", strlen("attached ")))
-			continue;
-		end = strstr(path, " (");
-		if (!end || end - path >= PATH_MAX || attached == MAX_FILES)
-			continue;
-		other_attached |= strstr(end, want) != NULL;
-		*end = 0;
-		/* The tables that hold their file: detached below. */
-		if (strncmp(path, "/proc/", strlen("/proc/")))
-			memcpy(paths[held++], path, end - path + 1);
-		attached++;
-	}
-	rc = pclose(out);
-	printf("# sframe-synth attach --running: %u attached, %u held, exit %d\n",
-	       attached, held, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
-	if (other_attached) {
+	ASSERT_EQ(0, agent_attach(&a, want));
+	if (a.found) {
 		child_run(&c, 'd', 500, &r);
 		print_dl("the other namespace's file attached", &r);
 	}
-	for (i = 0; i < held; i++) {
-		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			detached += !file_detach(fd);
-			close(fd);
-		}
-	}
+	detached = agent_detach(&a);
 	status = child_stop(&c);
 	/*
 	 * Unlinked, unmapped, its namespace's mount gone (a worker's mntput(),
@@ -2417,20 +2411,11 @@ TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
 	before = free_blocks(priv);
 	ASSERT_EQ(0, unlink(other));
 	gone = wait_free(priv, before + pages, 5000);
-	printf("# detached %u of the held ones; the child's file %s (free blocks %llu, then %llu)\n",
-	       detached, gone ? "gone" : "still there after 5 s", before, free_blocks(priv));
+	printf("# the child's file %s (free blocks %llu, then %llu)\n",
+	       gone ? "gone" : "still there after 5 s", before, free_blocks(priv));
 	umount2(priv, MNT_DETACH);
 
-	ASSERT_TRUE(WIFEXITED(rc) && !WEXITSTATUS(rc)) TH_LOG("sframe-synth exit %#x", rc);
-	ASSERT_TRUE(other_attached) TH_LOG("the agent did not attach the child's %s",
-					   self->lc.path);
-	EXPECT_EQ(held, detached);
-	ASSERT_GE(first.in_lib, 20u);
-	EXPECT_LT(first.lib_complete * 4, first.in_lib);
-	ASSERT_GE(r.in_lib, 20u);
-	EXPECT_EQ(r.in_lib, r.lib_complete);
-	EXPECT_EQ(first.before.errors, r.after.errors);
-	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+	expect_agent_described(_metadata, &a, detached, &first, &r, status);
 	EXPECT_EQ(1, gone);
 }
 
