@@ -32,8 +32,9 @@
 //! holds the file it was attached with, as an open file descriptor would,
 //! until it is detached, or until the file changes or loses its last name
 //! and the agent attaches or detaches a table again
-//! ([`drop_stale_held`]); one attached to a file with no name left holds
-//! nothing, and goes with the inode. The tables' memory is charged to the memory
+//! ([`drop_stale_held`]); one attached to a file with no name left, or
+//! with `UNWIND_USER_FILE_F_NO_HOLD`, holds nothing, and goes with the
+//! inode. The tables' memory is charged to the memory
 //! cgroup of the task that built them, and bounded machine-wide by
 //! `kernel.unwind_user_file_bytes_max`, until it is freed: a table
 //! detached or replaced counts as long as an address space still uses it.
@@ -644,12 +645,12 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
 /// which a process that maps it from now on reaches only by a descriptor
 /// (unlinking moved its ctime: [`find`] would drop the table for such a
 /// process all the same; the agent attaches the file again, unheld,
-/// through the maps of the processes that still map it). Nothing else removes them
-/// while no address space maps the old file again ([`find`]), and they
-/// would hold it, its blocks, and their budget, until detached, which its
-/// path no longer can: the agent's next attach or detach (a package
-/// manager's trigger) sweeps them. Address spaces that attached them keep
-/// them.
+/// through the maps of the processes that still map it). Nothing else
+/// removes them while no address space maps the old file again
+/// ([`find`]), and they would hold it, its blocks, and their budget,
+/// until detached, which its path no longer can: the agent's next attach
+/// or detach (a package manager's trigger) sweeps them. Address spaces
+/// that attached them keep them.
 fn drop_stale_held() {
     if NR_HELD.load(Relaxed) == 0 {
         return;
