@@ -48,6 +48,7 @@ use crate::{
     mm::{self, FileMapping, LockedMm},
     register,
     registry::{gfp, Fdes, Section, SframeMm, MAX_SECTION_SIZE},
+    usual::TextCode,
 };
 use core::pin::Pin;
 use kernel::{
@@ -510,9 +511,16 @@ enum Built {
 /// Validates `bytes`, a section for `text` whose addresses are relative to
 /// `sframe_addr` at link time, into what a file's table keeps of it: the
 /// FDEs relative to the text, whatever its load bias, and its rows,
-/// counted against the machine's budget ([`Built::OverBudget`] past it).
-/// `user`: of a file root does not own.
-fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>, user: bool) -> Result<Built> {
+/// counted against the machine's budget ([`Built::OverBudget`] past it),
+/// with the text's code read from `file`. `user`: of a file root does not
+/// own.
+fn describe(
+    file: &LocalFile,
+    text: TextSegment,
+    sframe_addr: u64,
+    bytes: KVVec<u8>,
+    user: bool,
+) -> Result<Built> {
     let s = Section {
         text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
         text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
@@ -527,7 +535,13 @@ fn describe(text: TextSegment, sframe_addr: u64, bytes: KVVec<u8>, user: bool) -
     if least != 0 && !room_for(least, user) {
         return Ok(Built::OverBudget(least));
     }
-    let fdes = register::validate_resident(&s, bytes)?;
+    let code = &mut TextCode {
+        len: text.size,
+        read: |buf: &mut [u8], off: u64| {
+            read_at(file, buf, text.offset.checked_add(off).ok_or(enoexec())?)
+        },
+    };
+    let fdes = register::validate_resident(&s, bytes, code)?;
     let n = fdes.bytes();
     let Ok(fdes) = fdes.charge_files(user) else {
         return Ok(Built::OverBudget(n));
@@ -615,7 +629,7 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
             .reader()
             .read_slice(&mut bytes)?;
-        match describe(text, u.sframe_addr, bytes, user)? {
+        match describe(&file, text, u.sframe_addr, bytes, user)? {
             Built::OverBudget(_) => Err(ENOSPC),
             built => Ok(built),
         }
@@ -709,7 +723,7 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
             Err(e) if e == enoexec() => return Ok(Built::Nothing),
             Err(e) => return Err(e),
         }
-        match describe(layout.text, sf.vaddr, bytes, user) {
+        match describe(file, layout.text, sf.vaddr, bytes, user) {
             Ok(built) => Ok(built),
             Err(e) if e == ENOMEM || e == EINTR => Err(e),
             // Malformed or unsupported: not described, until the file or

@@ -10,6 +10,7 @@ use crate::{
     prctl::eopnotsupp,
     registry::{self, Fdes, FreMark, Section, FRE_MARK_EVERY, MAX_FDE_BYTES},
     usermem::{UserMem, UserReader},
+    usual::TextCode,
 };
 use kernel::{
     alloc::{AllocError, KVVec},
@@ -149,12 +150,18 @@ pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes>
 /// usual rows flattened, [`crate::usual`]), so that a lookup neither reads
 /// nor decodes them, and the bytes themselves only
 /// if a row did not fit ([`sframe::PackedRow`]) and must be read from
-/// there.
-pub(crate) fn validate_resident(s: &Section, bytes: KVVec<u8>) -> Result<Fdes> {
+/// there. `code` is the text's.
+pub(crate) fn validate_resident(
+    s: &Section,
+    bytes: KVVec<u8>,
+    code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
+) -> Result<Fdes> {
     let (fdes, rows) = validate_keeping(s, &bytes[..], true)?;
     Ok(match rows {
-        Some(rows) if !rows.undecoded => fdes.with_rows(rows.first, rows.rows)?,
-        Some(rows) => fdes.with_rows(rows.first, rows.rows)?.with_section(bytes),
+        Some(rows) if !rows.undecoded => fdes.with_rows(rows.first, rows.rows, code)?,
+        Some(rows) => fdes
+            .with_rows(rows.first, rows.rows, code)?
+            .with_section(bytes),
         None => fdes.with_section(bytes),
     })
 }
@@ -346,7 +353,7 @@ mod tests {
         };
         let mut bytes = KVVec::new();
         bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
-        let fdes = validate_resident(&s, bytes)?.shared()?;
+        let fdes = validate_resident(&s, bytes, &mut TextCode::zeros(0x100))?.shared()?;
         // One function of 4 rows, all decoded: the section is not kept.
         // Its usual rows flattened: room for the text before the function,
         // its 4 rows and two entries a function, 6 bytes each, the index of

@@ -21,7 +21,7 @@
 
 use crate::{
     rule_cache::{read_once, Cached, CachedRule, RuleCache},
-    usual::UsualRows,
+    usual::{TextCode, UsualRows},
 };
 use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::{
@@ -191,13 +191,15 @@ impl Fdes {
     }
 
     /// The table, keeping the section's `rows`, the first of each function
-    /// at its index in `row_first`, and its usual rows flattened.
+    /// at its index in `row_first`, and its usual rows flattened, for the
+    /// text whose code is `code`.
     pub(crate) fn with_rows(
         mut self,
         row_first: KVVec<u32>,
         rows: KVVec<sframe::PackedRow>,
+        code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
     ) -> Result<Fdes> {
-        self.usual = UsualRows::build(&self.header, &self.packed, &row_first, &rows)?;
+        self.usual = UsualRows::build(&self.header, &self.packed, &row_first, &rows, code)?;
         self.row_first = row_first;
         self.rows = rows;
         Ok(self)
@@ -521,10 +523,10 @@ fn files_attached_word(files_gen: u64, unsettled: u32) -> u64 {
 
 /// Preemption off while it lives: `preempt_disable()` to
 /// `preempt_enable()`, for a few instructions, in any context.
-struct NoPreempt;
+pub(crate) struct NoPreempt;
 
 impl NoPreempt {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         // SAFETY: Only raises the preemption count, which `drop` lowers.
         unsafe { bindings::preempt_disable() };
         NoPreempt
@@ -730,6 +732,12 @@ impl SframeMm {
         self.cache.get(pc, adj, gen)
     }
 
+    /// Is the rule cache empty ([`RuleCache::is_empty`])?
+    #[inline(always)]
+    pub(crate) fn cache_is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+
     /// [`cached`](Self::cached)'s answer as its word ([`Cached::word`]).
     #[inline(always)]
     pub(crate) fn cached_word(&self, pc: usize, adj: bool, gen: u64) -> Option<u16> {
@@ -765,19 +773,22 @@ impl SframeMm {
 
     /// What a file's table (or the vDSO's) says of `pc` (`adj`: a return
     /// address minus one) if its usual rows know (see [`UsualRows`]), and
-    /// the generation it was found in: a usual row's rule, cached, or
+    /// the generation it was found in: a usual row's rule, or
     /// [`Cached::End`] or [`Cached::FramePointerInCode`] where no row
-    /// describes `pc`, which the caller caches unless `pc` is the signal
-    /// trampoline. What a cold step takes in nearly every frame of a
-    /// described file, in one pass with preemption off, which is also the
-    /// RCU read-side section the table is read under. `None` for any other
-    /// PC, which [`lookup`](Self::lookup) answers. `entry` is the index of
-    /// the registration searched first, and then of the one found. The
-    /// last value: whether a rule found was cached already (the walk
-    /// meets PCs seen before); always false for any other answer, which
-    /// is not stored here.
+    /// describes `pc` (and the signal trampoline cannot start, the file's
+    /// code says), which is cached; and whether it was cached already (the
+    /// walk meets PCs seen before). What a cold step takes in nearly every
+    /// frame of a described file, in one pass, under the caller's
+    /// `no_preempt`, which is also the RCU read-side section the table is
+    /// read under: the caller holds it from before the call until it is
+    /// done with the answer, so that nothing it keeps in registers is
+    /// saved around the helpers that turn preemption off and on. `None`
+    /// for any other PC, which [`lookup`](Self::lookup) answers. `entry`
+    /// is the index of the registration searched first, and then of the
+    /// one found.
     pub(crate) fn usual_rule(
         &self,
+        no_preempt: &NoPreempt,
         pc: usize,
         adj: bool,
         entry: &mut u16,
@@ -785,18 +796,19 @@ impl SframeMm {
         if pc < kernel::page::PAGE_SIZE {
             return None;
         }
-        let no_preempt = NoPreempt::new();
         // Read before the table, as in `lookup()`.
         let gen = self.gen();
-        let table = self.table_no_preempt(&no_preempt)?;
-        let (i, e) = table.find_from(usize::from(*entry), pc)?;
-        // A table holds at most `MAX_SECTIONS` and the vDSO's.
-        *entry = u16::try_from(i).unwrap_or(0);
+        let table = self.table_no_preempt(no_preempt)?;
+        let hint = usize::from(*entry);
+        let (i, e) = table.find_from(hint, pc)?;
+        if i != hint {
+            // A table holds at most `MAX_SECTIONS` and the vDSO's.
+            *entry = u16::try_from(i).unwrap_or(0);
+        }
         let off = pc.wrapping_sub(e.section.text_start) as u64;
         let word = e.fdes.usual.word(off)?;
-        let found = Cached::from_word(word);
-        let seen = matches!(found, Cached::Rule(_)) && self.store(&no_preempt, pc, adj, gen, word);
-        Some((gen, found, seen))
+        let seen = self.store(no_preempt, pc, adj, gen, word);
+        Some((gen, Cached::from_word(word), seen))
     }
 
     /// Calls `f` with the bytes of the file's section `found` came from,
@@ -854,9 +866,8 @@ impl SframeMm {
         let Some((slot, word, replaced)) = self.cache.put(pc, adj, gen, word) else {
             return false;
         };
-        // The store before the load: a writer's change and emptying of the
-        // cache, seen or not, is ordered with it.
-        kernel::sync::barrier::smp_mb();
+        // The store (a full barrier) before the load: a writer's change and
+        // emptying of the cache, seen or not, is ordered with it.
         if self.gen() != gen {
             // Only if no writer replaced it since; a lost entry only costs
             // a later lookup.
@@ -1191,7 +1202,7 @@ pub(crate) mod fixtures {
 mod tests {
     use super::fixtures::*;
     use super::*;
-    use kernel::error::code::EINVAL;
+    use kernel::error::code::{EINTR, EINVAL, EIO};
 
     /// What a lookup of `pc` found.
     fn found(mm: &SframeMm, pc: usize) -> Option<Found> {
@@ -1436,10 +1447,12 @@ mod tests {
 
     /// The file table of `funcs` (sorted, none overlapping, as validation
     /// takes them), of a section that says its code keeps frame pointers or
-    /// not, with every offset from 0 to past the last function checked, and
-    /// some far past it: its usual rows say what the step gives the full
-    /// lookup's answer, where they answer.
-    fn usual_rows_of(funcs: &[Func<'_>], keeps_fp: bool) -> Result<Fdes> {
+    /// not, for the text whose code is `code`.
+    fn table_of(
+        funcs: &[Func<'_>],
+        keeps_fp: bool,
+        code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
+    ) -> Result<Fdes> {
         let mut hdr = header()?;
         if keeps_fp {
             hdr.flags |= sframe::F_FRAME_POINTER;
@@ -1466,7 +1479,16 @@ mod tests {
                 rows.push(sframe::PackedRow::pack(&hdr, at, r), GFP_KERNEL)?;
             }
         }
-        let fdes = Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows)?;
+        Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows, code)
+    }
+
+    /// [`table_of`] `funcs`, with no trampoline in the text's code,
+    /// with every offset from 0 to past the last function checked, and
+    /// some far past it: its usual rows say what the step gives the full
+    /// lookup's answer, where they answer.
+    fn usual_rows_of(funcs: &[Func<'_>], keeps_fp: bool) -> Result<Fdes> {
+        let fdes = table_of(funcs, keeps_fp, &mut TextCode::zeros(0x1_0000))?;
+        let hdr = fdes.header;
         // What the step gives the full lookup's answer: the rule of its row,
         // if the rule cache can hold it (a PLT's rows are left to the full
         // lookup); where no row describes the PC, the walk's end or the
@@ -1600,6 +1622,70 @@ mod tests {
         assert_eq!(empty.usual.word(0x10).map(Cached::from_word), end);
         // No rows kept decoded (a registration's): nothing usual.
         assert_eq!(none()?.usual.word(0x10), None);
+        Ok(())
+    }
+
+    #[test]
+    fn a_trampoline_where_no_row_is_left_to_the_full_lookup() -> Result {
+        use crate::step::RT_SIGRETURN;
+        let test_rows = test_rows();
+        let entry = &test_rows[0];
+        // Two functions; no row describes the text before, between and
+        // after them.
+        let funcs: [Func<'_>; 2] = [
+            (0x10, 0x30, false, &[(0, entry)]),
+            (0x100, 0x10, false, &[(0, entry)]),
+        ];
+        let mut text = [0u8; 0x200];
+        // A trampoline between them, one in a function, and one starting
+        // the second function (a return address into it, minus one, is
+        // between them).
+        for at in [0x80, 0x20, 0x100] {
+            text.get_mut(at..at + RT_SIGRETURN.len())
+                .ok_or(EINVAL)?
+                .copy_from_slice(&RT_SIGRETURN);
+        }
+        let read = |buf: &mut [u8], off: u64| -> Result {
+            let off = usize::try_from(off)?;
+            buf.copy_from_slice(text.get(off..off + buf.len()).ok_or(EINVAL)?);
+            Ok(())
+        };
+        let fdes = table_of(&funcs, false, &mut TextCode { len: 0x200, read })?;
+        let at = |off| fdes.usual.word(off).map(Cached::from_word);
+        let (end, entry_rule) = (
+            Some(Cached::End),
+            Some(Cached::Rule(CachedRule {
+                cfa_off: 8,
+                fp_off: 0,
+                use_fp: false,
+            })),
+        );
+        // Where the trampoline starts, and a byte before: the full lookup,
+        // which reads the process's code there. Anywhere else, the end of
+        // the walk, with no read.
+        assert_eq!((at(0x40), at(0x7e), at(0x7f)), (end, end, None));
+        assert_eq!((at(0x80), at(0x81), at(0xfe)), (None, end, end));
+        assert_eq!((at(0xff), at(0x100), at(0x110)), (None, entry_rule, end));
+        // In a function: its row.
+        assert_eq!(
+            (at(0x1f), at(0x20), at(0x21)),
+            (entry_rule, entry_rule, entry_rule)
+        );
+        assert_eq!((at(0), at(0x10)), (end, entry_rule));
+
+        // Code that cannot be read: every PC no row describes is left to
+        // the full lookup; a fatal signal or no memory, the caller's.
+        let fail = |e: Error| TextCode {
+            len: 0x200,
+            read: move |_: &mut [u8], _| Err(e),
+        };
+        let fdes = table_of(&funcs, false, &mut fail(EIO))?;
+        let at = |off| fdes.usual.word(off).map(Cached::from_word);
+        assert_eq!((at(0), at(0x40), at(0x110)), (None, None, None));
+        assert_eq!((at(0x10), at(0x100)), (entry_rule, entry_rule));
+        for e in [ENOMEM, EINTR] {
+            assert_eq!(table_of(&funcs, false, &mut fail(e)).err(), Some(e));
+        }
         Ok(())
     }
 

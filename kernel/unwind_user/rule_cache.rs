@@ -171,6 +171,29 @@ pub(crate) fn write_once(a: &Atomic<u64>, v: u64) {
     unsafe { a.as_ptr().write_volatile(v) }
 }
 
+/// Swaps `v` into `a` and returns what `a` held, as `xchg()` does, in
+/// line, and so a full memory barrier (see [`read_once`] for why not
+/// [`Atomic::xchg`]).
+#[inline(always)]
+pub(crate) fn xchg_full(a: &Atomic<u64>, v: u64) -> u64 {
+    let mut v = v;
+    // SAFETY: `a.as_ptr()` is valid and aligned for a `u64` as long as `a`
+    // lives. On x86-64 (see `read_once()`), `xchg` with a memory operand is
+    // locked: atomic against every other access of the word, and a full
+    // barrier, as the kernel's `xchg()` is. It changes no flag. The asm
+    // may read and write any memory, so the compiler orders every access
+    // around it as well.
+    unsafe {
+        kernel::asm!(
+            "xchg {v}, ({p})";
+            v = inout(reg) v,
+            p = in(reg) a.as_ptr(),
+            options(nostack, preserves_flags)
+        );
+    }
+    v
+}
+
 /// A cache from PC to frame rule, one per address space: return addresses
 /// repeat across samples, and a hit costs neither a search of the registry
 /// nor a read of a section, so that the steady state of a walk reads only
@@ -199,7 +222,13 @@ pub(crate) fn write_once(a: &Atomic<u64>, v: u64) {
 /// a PC below the first page or above 2^47 is not cached. An empty slot
 /// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
 /// the step gives such a PC anyway: the probe need not check for it.
-pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
+pub(crate) struct RuleCache {
+    slots: [Atomic<u64>; RuleCache::SETS * RuleCache::WAYS],
+    /// Not 0 once an entry was stored since the cache was last emptied: a
+    /// walk that starts with it 0 does not probe (a racing store may be
+    /// missed, which only costs a lookup).
+    filled: Atomic<u64>,
+}
 
 impl RuleCache {
     const SETS: usize = 128;
@@ -208,7 +237,10 @@ impl RuleCache {
     /// An empty cache.
     pub(crate) fn new() -> Result<KBox<Self>> {
         Ok(KBox::new(
-            RuleCache(core::array::from_fn(|_| Atomic::new(0))),
+            RuleCache {
+                slots: core::array::from_fn(|_| Atomic::new(0)),
+                filled: Atomic::new(0),
+            },
             gfp(),
         )?)
     }
@@ -230,7 +262,7 @@ impl RuleCache {
     /// The ways of the set of `pc`, first to last.
     fn ways(&self, pc: usize) -> &[Atomic<u64>] {
         let i = Self::set(pc) * Self::WAYS;
-        self.0.get(i..i + Self::WAYS).unwrap_or(&[])
+        self.slots.get(i..i + Self::WAYS).unwrap_or(&[])
     }
 
     /// The set of `pc`: its low 7 bits xor the next 7, which the key holds,
@@ -263,6 +295,7 @@ impl RuleCache {
     /// Stores what `pc` unwinds with, `word` ([`Cached::word`]), in
     /// generation `gen`, and returns the slot it went to, the word stored
     /// there, and whether it replaced an entry for `pc` of that generation.
+    /// The store is a full barrier: any load after it is ordered after it.
     #[inline]
     pub(crate) fn put(
         &self,
@@ -278,26 +311,38 @@ impl RuleCache {
         // down. A cold walk, whose sets are mostly empty, writes one slot.
         // Racing writers may lose an entry or store one twice: either only
         // costs a later lookup.
-        let first = self.ways(pc).first()?;
-        let mut carry = key | rule;
-        let mut replaced = false;
-        for way in self.ways(pc) {
+        let mut ways = self.ways(pc).iter();
+        let first = ways.next()?;
+        let mut carry = xchg_full(first, key | rule);
+        let mut replaced = carry ^ key < 1 << 16;
+        for way in ways {
+            if carry == 0 || replaced {
+                break;
+            }
             let old = read_once(way);
             write_once(way, carry);
             replaced = old ^ key < 1 << 16;
-            if old == 0 || replaced {
-                break;
-            }
             carry = old;
+        }
+        if read_once(&self.filled) == 0 {
+            write_once(&self.filled, 1);
         }
         Some((first, key | rule, replaced))
     }
 
     /// Empties the cache.
     pub(crate) fn clear(&self) {
-        for slot in &self.0 {
+        for slot in &self.slots {
             slot.store(0, Relaxed);
         }
+        self.filled.store(0, Relaxed);
+    }
+
+    /// Was nothing stored since the cache was last emptied? What a walk
+    /// starting now would find in it, but for a racing store.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        read_once(&self.filled) == 0
     }
 }
 

@@ -8,7 +8,7 @@
 
 use crate::{
     file_table,
-    registry::{Counters, Found, KnownRow, SframeMm},
+    registry::{Counters, Found, KnownRow, NoPreempt, SframeMm},
     rule_cache::{Cached, CachedRule},
     usermem::{UserMem, UserReader},
 };
@@ -195,7 +195,7 @@ enum Step {
 
 /// x86-64 `rt_sigreturn` trampoline, `mov $15,%rax; syscall`: glibc's and
 /// musl's `__restore_rt`, where a signal handler returns to.
-const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
+pub(crate) const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
 
 /// Is `state->ip` the signal trampoline? Only asked for IPs no row
 /// describes: a return address into `__restore_rt` is its first byte.
@@ -372,6 +372,17 @@ pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state) -> Error {
     EAGAIN
 }
 
+/// Starts the walk of `state` with `mm`'s registry. A walk that finds the
+/// rule cache empty (in a process walked for the first time, or since its
+/// registry changed) looks its PCs up without probing the cache, the
+/// first frame's and the callers' ([`next_usual`]).
+pub(crate) fn start(mm: &SframeMm, state: &mut bindings::unwind_user_state) {
+    state.sframe_gen = mm.gen();
+    if mm.cache_is_empty() {
+        state.sframe_hint = NEXT_LOOKUP;
+    }
+}
+
 /// One SFrame step for the current task: describes the frame at
 /// `state->ip` in `frame`, or steps over a signal frame. Returns what
 /// `unwind_user_sframe_next()` returns to C: 0 with `frame` filled in, 1
@@ -400,12 +411,12 @@ pub(crate) fn next(
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
     if state.sframe_hint == NEXT_LOOKUP {
-        return next_uncached(mm, state, frame, false);
+        return next_usual(mm, state, frame);
     }
     let (pc, adj) = lookup_pc(state);
     match mm.cached(pc, adj, state.sframe_gen) {
         Some(c) => take_cached(state, frame, c),
-        None => next_uncached(mm, state, frame, true),
+        None => next_usual(mm, state, frame),
     }
 }
 
@@ -469,10 +480,12 @@ fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
 }
 
 /// [`next`] for a PC the rule cache does not hold (`probed`), or was not
-/// asked for: looks it up in the registry and its section, and caches what
-/// it found. It finds the PC again rather than take it from [`next`]:
-/// fewer values live across the cache probe leave it registers enough to
-/// save none.
+/// asked for: a file's table's usual row gives most such PCs their rule at
+/// once, and caches it. Anything else is left to [`next_uncached`], which
+/// this tail-calls, so that the cold step of a file's PC saves only the
+/// few registers it needs. It finds the PC again rather than take it from
+/// [`next`]: fewer values live across the cache probe leave it registers
+/// enough to save none.
 ///
 /// A return address the cache does not hold is a call path not seen
 /// before, whose callers are most likely new too (a process sampled a few
@@ -480,52 +493,67 @@ fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
 /// misses, so the next step looks its PC up at once
 /// (`UNWIND_USER_SFRAME_LOOKUP`), which caches the rule. (The first
 /// frame's PC, where the sample was taken, and one a signal interrupted,
-/// are new far more often than their callers: the next step probes.) The
+/// are new far more often than their callers: the next step probes,
+/// unless this one did not, on a new path or in an empty cache.) The
 /// walk probes again from the first PC found cached: a usual row's rule
-/// stored over itself, or, when not `probed`, any other PC the cache
-/// holds, whose cached answer the step then takes, as a probe would have.
+/// stored over itself, or, when not probed (`UNWIND_USER_SFRAME_LOOKUP`
+/// was the hint), any other PC the cache holds, whose cached answer the
+/// step then takes, as a probe would have.
+#[inline(never)]
+fn next_usual(
+    mm: &SframeMm,
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+) -> c_int {
+    // First: only the arguments live across the call that turns it off.
+    let no_preempt = NoPreempt::new();
+    let (pc, adj) = lookup_pc(state);
+    let hint = next_hint(state.sframe_hint, adj, false);
+    let Some((gen, answer, seen)) = mm.usual_rule(&no_preempt, pc, adj, &mut state.sframe_entry)
+    else {
+        drop(no_preempt);
+        return next_uncached(mm, state, frame);
+    };
+    state.sframe_hint = if seen { NEXT_PROBE } else { hint };
+    // A walk that meets a newer generation goes on with it, as
+    // next_uncached() does.
+    state.sframe_gen = gen;
+    let Cached::Rule(r) = answer else {
+        return not_a_rule(state, answer).to_errno();
+    };
+    bump(&mut state.sframe_frames);
+    *frame = r.frame();
+    0
+}
+
+/// The hint for the step after one with hint `hint`, at a PC that is a
+/// return address minus one (`adj`) or not, whose answer was found
+/// cached already (`seen`) or not (see [`next_usual`]).
+#[inline(always)]
+fn next_hint(hint: u8, adj: bool, seen: bool) -> u8 {
+    if !seen && (adj || hint == NEXT_LOOKUP) {
+        NEXT_LOOKUP
+    } else {
+        NEXT_PROBE
+    }
+}
+
+/// [`next_usual`]'s step for a PC no usual row answers.
 #[inline(never)]
 fn next_uncached(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
-    probed: bool,
 ) -> c_int {
     let (pc, adj) = lookup_pc(state);
-    state.sframe_hint = if adj { NEXT_LOOKUP } else { NEXT_PROBE };
-    let usual = mm.usual_rule(pc, adj, &mut state.sframe_entry);
-    // A file's table's usual row: the frame rule at once, cached.
-    if let Some((gen, Cached::Rule(r), seen)) = usual {
-        // Found cached already: the walk meets PCs seen before.
-        if seen {
-            state.sframe_hint = NEXT_PROBE;
-        }
-        // A walk that meets a newer generation goes on with it, as below.
-        state.sframe_gen = gen;
-        bump(&mut state.sframe_frames);
-        *frame = r.frame();
-        return 0;
-    }
+    let probed = state.sframe_hint != NEXT_LOOKUP;
+    state.sframe_hint = next_hint(state.sframe_hint, adj, false);
     // Any other answer the cache holds is the one a probe would have
     // found (and at NMI time, one that needs no read of the code).
     if !probed {
         if let Some(c) = mm.cached(pc, adj, state.sframe_gen) {
             state.sframe_hint = NEXT_PROBE;
             return take_cached(state, frame, c);
-        }
-    }
-    // No row of a file's table describes `pc`: what lookup_step() does for
-    // such a PC, unless it is the signal trampoline, whose frame
-    // lookup_step() steps over.
-    if let Some((gen, no_row, _)) = usual {
-        state.sframe_gen = gen;
-        match at_sigreturn(state, user_mem(state)) {
-            Ok(true) => {}
-            Ok(false) => {
-                mm.remember(pc, adj, gen, no_row);
-                return not_a_rule(state, no_row).to_errno();
-            }
-            Err(e) => return e.to_errno(),
         }
     }
     match lookup_step(mm, state, frame, pc, adj) {
@@ -662,6 +690,7 @@ mod tests {
         fixtures::{row, TEST_SECTION},
         Fdes, Section,
     };
+    use crate::usual::TextCode;
     use kernel::sync::Arc;
     use sframe::CfaRule;
 
@@ -720,8 +749,16 @@ mod tests {
     }
 
     /// The section `section`, at 0x10000, as a file's table for the text
-    /// 0x11000-0x11100.
+    /// 0x11000-0x11100, whose code has no trampoline.
     fn file_table(section: &[u8]) -> Result<(Section, Arc<Fdes>)> {
+        file_table_of_code(section, &mut TextCode::zeros(0x100))
+    }
+
+    /// [`file_table`], for the text whose code is `code`.
+    fn file_table_of_code(
+        section: &[u8],
+        code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
+    ) -> Result<(Section, Arc<Fdes>)> {
         let s = Section {
             text_start: 0x11000,
             text_end: 0x11100,
@@ -732,7 +769,7 @@ mod tests {
         };
         let mut bytes = KVVec::new();
         bytes.extend_from_slice(section, GFP_KERNEL)?;
-        let fdes = crate::register::validate_resident(&s, bytes)?.shared()?;
+        let fdes = crate::register::validate_resident(&s, bytes, code)?.shared()?;
         Ok((s, fdes))
     }
 
@@ -748,7 +785,9 @@ mod tests {
         for pc in 0x11000..0x11020 {
             // Searched first, a registration that is not there changes
             // nothing.
-            let Some((gen, Cached::Rule(r), false)) = mm.usual_rule(pc, true, &mut 7) else {
+            let Some((gen, Cached::Rule(r), false)) =
+                mm.usual_rule(&NoPreempt::new(), pc, true, &mut 7)
+            else {
                 return Err(ENOENT);
             };
             let row = mm.lookup(pc).found.ok_or(ENOENT)?.known_row();
@@ -756,22 +795,24 @@ mod tests {
             assert_eq!(mm.cached(pc, true, gen), Some(Cached::Rule(r)));
             // Again: the same rule, found cached already.
             assert_eq!(
-                mm.usual_rule(pc, true, &mut 0),
+                mm.usual_rule(&NoPreempt::new(), pc, true, &mut 0),
                 Some((gen, Cached::Rule(r), true))
             );
         }
         // In the text, no function: the walk ends there (the section does
-        // not say its code keeps frame pointers), which the step caches
-        // once it knows the PC is not the signal trampoline.
+        // not say its code keeps frame pointers, and the signal trampoline
+        // does not start there, the text's code says), which is cached.
         let gen = mm.gen();
         assert!(mm.lookup(0x11020).found.is_some_and(|f| f.fde.is_none()));
         assert_eq!(
-            mm.usual_rule(0x11020, true, &mut 0),
+            mm.usual_rule(&NoPreempt::new(), 0x11020, true, &mut 0),
             Some((gen, Cached::End, false))
         );
-        assert_eq!(mm.cached(0x11020, true, gen), None);
+        assert_eq!(mm.cached(0x11020, true, gen), Some(Cached::End));
         // No registration: the full lookup answers.
-        assert!(mm.usual_rule(0x11100, true, &mut 0).is_none());
+        assert!(mm
+            .usual_rule(&NoPreempt::new(), 0x11100, true, &mut 0)
+            .is_none());
         Ok(())
     }
 
@@ -829,23 +870,25 @@ mod tests {
             (0, r9, NEXT_PROBE, (1, 0))
         );
         // The PC a sample interrupted, new far more often than its
-        // callers: the next step probes.
+        // callers: the next step probes; unless this step did not (the
+        // first of a walk that found the cache empty).
         assert_eq!(step(0x1100c, true, false, NEXT_PROBE).2, NEXT_PROBE);
-        // Looked up, PCs no usual row gives a rule for but the cache knows
-        // take its answer, as a probe would, and probe next: code no
-        // section covers, and code in the text that no row describes,
-        // whose cached end of the walk needs no read of the code, which a
-        // walk at NMI time may not make.
+        assert_eq!(step(0x1100e, true, false, NEXT_LOOKUP).2, NEXT_LOOKUP);
+        // Looked up, a PC no section covers, whose answer the cache knows:
+        // taken, as a probe would, and the next step probes.
         let none = (0, 0, 0, false);
         mm.remember(0x40000 - 1, true, gen, Cached::FramePointerInCode);
         assert_eq!(
             step(0x40000, false, false, NEXT_LOOKUP),
             (ENOENT.to_errno(), none, NEXT_PROBE, (0, 0))
         );
+        // Code in the text that no row describes: the usual rows end the
+        // walk, with no read of the code (which a walk at NMI time may
+        // not make), found cached already here.
         mm.remember(0x11020, true, gen, Cached::End);
         assert_eq!(
             step(0x11021, false, true, NEXT_LOOKUP),
-            (EINVAL.to_errno(), none, NEXT_PROBE, (1, 0))
+            (EINVAL.to_errno(), none, NEXT_PROBE, (0, 1))
         );
         Ok(())
     }
@@ -860,7 +903,7 @@ mod tests {
         let gen = mm.gen();
         // The function before it has usual rows.
         assert!(matches!(
-            mm.usual_rule(0x11005, true, &mut 0),
+            mm.usual_rule(&NoPreempt::new(), 0x11005, true, &mut 0),
             Some((_, Cached::Rule(_), _))
         ));
         for pc in 0x11020..0x11030 {
@@ -868,7 +911,7 @@ mod tests {
             // function's entry; but its caller's frame is a signal frame
             // (the FDE says so): the usual rows leave it to the full
             // lookup, whose row says so.
-            assert_eq!(mm.usual_rule(pc, true, &mut 0), None);
+            assert_eq!(mm.usual_rule(&NoPreempt::new(), pc, true, &mut 0), None);
             let row = mm.lookup(pc).found.ok_or(ENOENT)?.known_row();
             assert!(row.is_some_and(|r| r.signal_frame));
             // The step, looking up or probing, steps over the signal frame
@@ -894,15 +937,50 @@ mod tests {
     }
 
     #[test]
-    fn code_no_row_describes_at_nmi_time_is_left_to_the_deferred_walk() -> Result {
+    fn code_no_row_describes_needs_no_read_where_the_file_says() -> Result {
+        // A return address into the text past the function, where no row
+        // is, at NMI or IRQ time, in a file whose code has no trampoline
+        // there: the walk ends, as the section says, with no read of the
+        // code (which a kthread's walk could not make), cached.
+        let at_nmi = |mm: &SframeMm| {
+            let mut state = bindings::unwind_user_state {
+                ip: 0x11021,
+                sframe_gen: mm.gen(),
+                nofault: true,
+                ..Default::default()
+            };
+            let mut frame = bindings::unwind_user_frame::default();
+            let r = next(mm, &mut state, &mut frame);
+            (r, state)
+        };
         let (s, fdes) = test_file_table()?;
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(s, fdes)?;
+        let (r, state) = at_nmi(&mm);
+        assert_eq!(r, EINVAL.to_errno());
+        assert!(!state.incomplete);
+        assert_eq!((state.sframe_faults, state.sframe_frames), (0, 1));
+        assert_eq!(mm.cached(0x11020, true, mm.gen()), Some(Cached::End));
+        Ok(())
+    }
+
+    #[test]
+    fn code_no_row_describes_at_nmi_time_is_left_to_the_deferred_walk() -> Result {
+        // A file whose code could not be read when its table was built:
+        // whether a PC no row describes is the signal trampoline takes a
+        // read of the process's code.
+        let unread = &mut TextCode {
+            len: 0x100,
+            read: |_: &mut [u8], _| Err(EIO),
+        };
+        let (s, fdes) = file_table_of_code(&TEST_SECTION, unread)?;
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
         let gen = mm.gen();
         // A return address into the text past the function, where no row
-        // is: whether it is the signal trampoline takes a read of the
-        // code, which a kthread's walk cannot make.
+        // is: the read of the code is one a kthread's walk cannot make.
         let mut state = bindings::unwind_user_state {
             ip: 0x11021,
             sframe_gen: gen,

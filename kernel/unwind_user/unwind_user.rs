@@ -120,7 +120,7 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
     };
     smm.sync_files(file_table::gen());
     state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
-    state.sframe_gen = smm.gen();
+    step::start(smm, state);
     true
 }
 
@@ -150,7 +150,7 @@ fn walk_create_registry(state: &mut bindings::unwind_user_state) -> bool {
         return false;
     };
     state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
-    state.sframe_gen = smm.gen();
+    step::start(smm, state);
     true
 }
 

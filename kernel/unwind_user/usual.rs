@@ -14,9 +14,10 @@
 //! no row describes (code between functions, before a function's first
 //! row) has there what the full lookup would find for it: the walk ends,
 //! or takes the frame-pointer rule if the section says its code keeps
-//! frame pointers; unless it is the signal trampoline, which the step
-//! checks. Any other PC (another row, a PLT's repeated rows, a signal
-//! frame's) has a 0 word here and takes the full lookup.
+//! frame pointers; unless the signal trampoline may start there, as the
+//! file's code says when the table is built. Such a PC, and any other (of
+//! another row, a PLT's repeated rows, a signal frame's), has a 0 word
+//! here and takes the full lookup, which reads the process's code.
 //!
 //! A file's table is shared by every address space that maps the file, and
 //! the PCs their walks meet are much the same: the return addresses of
@@ -32,18 +33,172 @@
 use crate::{
     registry::gfp,
     rule_cache::{read_once, write_once, Cached, CachedRule},
+    step::RT_SIGRETURN,
 };
-use kernel::{alloc::KVVec, prelude::*, sync::atomic::Atomic};
+use kernel::{
+    alloc::KVVec,
+    error::code::{E2BIG, EINTR},
+    prelude::*,
+    sync::atomic::Atomic,
+};
 
 /// Smallest text block of the index: 128 bytes.
 const MIN_BLOCK_SHIFT: u32 = 7;
 /// Most entries of a block that a lookup scans rather than searches.
 const SCAN_MAX: usize = 8;
+/// Most bytes of code [`UsualRows::build`] reads where no row describes
+/// the text. A file has a few KiB there (padding, code the linker added);
+/// a program linked with a static library built without SFrame, or a file
+/// whose section describes little, may have more: past this, each such PC
+/// takes the full lookup, which reads the process's code.
+const MAX_NO_ROW_CODE: u64 = 4 << 20;
+/// The bytes of it read at once (and the 8 after them).
+const CODE_CHUNK: usize = 16 << 10;
 /// Fewest and most slots of a table's cache of answers: 512 bytes to
 /// 32 KiB, about one a usual row in between. A process's hot return
 /// addresses in one file are a few hundred, a machine's a few thousand.
 const HOT_MIN_SHIFT: u32 = 6;
 const HOT_MAX_SHIFT: u32 = 12;
+
+/// The code of the text a section describes, which [`UsualRows::build`]
+/// reads: `len` bytes, which `read(buf, off)` fills from offset `off`.
+pub(crate) struct TextCode<R: FnMut(&mut [u8], u64) -> Result> {
+    pub(crate) len: u64,
+    pub(crate) read: R,
+}
+
+#[cfg(CONFIG_KUNIT = "y")]
+impl TextCode<fn(&mut [u8], u64) -> Result> {
+    /// `len` bytes of 0: no trampoline anywhere.
+    pub(crate) fn zeros(len: u64) -> Self {
+        TextCode {
+            len,
+            read: |buf, _| {
+                buf.fill(0);
+                Ok(())
+            },
+        }
+    }
+}
+
+/// Is `w` what the usual rows give a PC no row describes?
+fn no_row(w: u16) -> bool {
+    w == Cached::END || w == Cached::FRAME_POINTER_IN_CODE
+}
+
+/// Gives the full lookup (a 0 word) each PC no row describes, in `starts`
+/// and `words`, at which the signal trampoline starts in `code`, or one
+/// byte before (a return address into it, minus one): the step then reads
+/// the process's code there, and steps over the signal frame. A process
+/// that wrote a trampoline into its copy of the file's text elsewhere gets
+/// the walk ended there, or the frame-pointer rule, as the file's code
+/// says; no process changes what another's walk finds. Every PC no row
+/// describes if the code cannot be read, or is larger than
+/// [`MAX_NO_ROW_CODE`]; `ENOMEM` and `EINTR` (a fatal signal) are the
+/// caller's, as for the rest of the table.
+fn leave_trampolines_to_lookup(
+    starts: &mut KVVec<u32>,
+    words: &mut KVVec<u16>,
+    code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
+) -> Result {
+    let split = find_trampolines(starts, words, code)
+        .and_then(|found| split_at_trampolines(starts, words, &found));
+    match split {
+        Ok(Some((new_starts, new_words))) => {
+            *starts = new_starts;
+            *words = new_words;
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(e) if e == ENOMEM || e == EINTR => Err(e),
+        Err(_) => {
+            for w in words.iter_mut().filter(|w| no_row(**w)) {
+                *w = 0;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `starts` and `words` with a 0 word at each trampoline `found` and the
+/// byte before, in the entry's range it was found from (see
+/// [`find_trampolines`]); `None` if none was found.
+fn split_at_trampolines(
+    starts: &[u32],
+    words: &[u16],
+    found: &[(usize, u64)],
+) -> Result<Option<(KVVec<u32>, KVVec<u16>)>> {
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let cap = starts.len() + 2 * found.len();
+    let mut new_starts = KVVec::with_capacity(cap, gfp())?;
+    let mut new_words = KVVec::with_capacity(cap, gfp())?;
+    let mut found = found.iter().peekable();
+    for (k, (&at, &w)) in starts.iter().zip(words).enumerate() {
+        new_starts.push(at, gfp())?;
+        new_words.push(w, gfp())?;
+        // The entry's range ends where the next one starts.
+        let end = starts.get(k + 1).map_or(u64::MAX, |&s| u64::from(s));
+        while let Some(&(_, p)) = found.next_if(|&&(i, _)| i == k) {
+            let lo = u32::try_from(p.saturating_sub(1).max(u64::from(at)))?;
+            new_starts.push(lo, gfp())?;
+            new_words.push(0, gfp())?;
+            // The next trampoline starts at least 9 bytes on.
+            if p + 1 < end {
+                new_starts.push(u32::try_from(p + 1)?, gfp())?;
+                new_words.push(w, gfp())?;
+            }
+        }
+    }
+    Ok(Some((new_starts, new_words)))
+}
+
+/// [`leave_trampolines_to_lookup`]'s reads: for each trampoline that
+/// starts from an entry of a PC no row describes up to the next entry
+/// included, that entry's index and where it starts; `E2BIG` past the
+/// most it reads.
+fn find_trampolines(
+    starts: &[u32],
+    words: &[u16],
+    code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
+) -> Result<KVVec<(usize, u64)>> {
+    const T: u64 = RT_SIGRETURN.len() as u64;
+    let mut found = KVVec::new();
+    let mut buf = KVVec::from_elem(0u8, CODE_CHUNK + RT_SIGRETURN.len() - 1, gfp())?;
+    let mut total: u64 = 0;
+    for (k, &at) in starts.iter().enumerate() {
+        if !words.get(k).is_some_and(|&w| no_row(w)) {
+            continue;
+        }
+        let end = starts
+            .get(k + 1)
+            .map_or(code.len, |&s| u64::from(s))
+            .min(code.len);
+        let mut from = u64::from(at);
+        while from <= end {
+            // Where it may start in this chunk, and the bytes to read.
+            let n = (end - from + 1).min(CODE_CHUNK as u64);
+            let want = (n + T - 1).min(code.len.saturating_sub(from));
+            if want < T {
+                break;
+            }
+            total += want;
+            if total > MAX_NO_ROW_CODE {
+                return Err(E2BIG);
+            }
+            let bytes = buf.get_mut(..want as usize).ok_or(EINVAL)?;
+            (code.read)(bytes, from)?;
+            for (i, b) in bytes.windows(RT_SIGRETURN.len()).enumerate() {
+                if b == RT_SIGRETURN {
+                    found.push((k, from + i as u64), gfp())?;
+                }
+            }
+            from += n;
+        }
+    }
+    Ok(found)
+}
 
 /// The usual rows of one section, as described above.
 ///
@@ -54,8 +209,9 @@ const HOT_MAX_SHIFT: u32 = 12;
 /// `b << shift`, for each block `b` from 0 to the one of the last of
 /// `starts`, and then `starts.len()`. All three are empty, or none.
 /// `hot` is empty, or `1 << (32 - hot_shift)` slots long, each 0 or the
-/// word `word(off)` gives for an `off` below 2^32, 16 bits to the left of
-/// which it holds `off`.
+/// word `word(off)` gives for an `off` below 2^32 (never 0), 16 bits to the
+/// left of which it holds `off + 1` (never 0: an empty slot holds no
+/// offset).
 pub(crate) struct UsualRows {
     /// Text offsets where a rule starts, ascending (see the invariants).
     starts: KVVec<u32>,
@@ -141,14 +297,16 @@ impl UsualRows {
 
     /// The usual rows of a section with `header`, functions `packed`
     /// (sorted by start, relative to the text), whose rows are `rows`,
-    /// the first of function `i` at `row_first[i]`. None if the section
-    /// puts the return address anywhere but at CFA - 8 (the rule cache's
-    /// only place), or if its text is larger than 4 GiB.
+    /// the first of function `i` at `row_first[i]`, and whose text is
+    /// `code`. None if the section puts the return address anywhere but
+    /// at CFA - 8 (the rule cache's only place), or if its text is larger
+    /// than 4 GiB.
     pub(crate) fn build(
         header: &sframe::Header,
         packed: &[sframe::PackedFde],
         row_first: &[u32],
         rows: &[sframe::PackedRow],
+        code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
     ) -> Result<UsualRows> {
         if header.fixed_ra_offset() != Some(-8) || row_first.len() != packed.len() {
             return Ok(UsualRows::new());
@@ -211,6 +369,8 @@ impl UsualRows {
             }
         }
         compact(&mut starts, &mut words);
+        leave_trampolines_to_lookup(&mut starts, &mut words, code)?;
+        compact(&mut starts, &mut words);
         // The entry at 0 stays first (the last of those at 0).
         let Some(&last) = starts.last() else {
             return Ok(UsualRows::new());
@@ -257,7 +417,8 @@ impl UsualRows {
         let off = u32::try_from(off).ok()?;
         // Fibonacci hashing: the top bits of the product mix every bit of
         // the offset, of which return addresses differ in the low ones.
-        let i = off.wrapping_mul(0x9e37_79b9).checked_shr(self.hot_shift)?;
+        // `hot_shift` is below 32 (the invariants): the shift loses nothing.
+        let i = off.wrapping_mul(0x9e37_79b9).wrapping_shr(self.hot_shift);
         self.hot.get(i as usize)
     }
 
@@ -273,16 +434,24 @@ impl UsualRows {
         }
         let w = self.search(off)?;
         if let Some(slot) = self.hot_slot(off) {
-            write_once(slot, off << 16 | u64::from(w));
+            write_once(slot, Self::hot_key(off) | u64::from(w));
         }
         Some(w)
+    }
+
+    /// What a slot of `hot` holds for `off`, but the word: `off + 1`, 16
+    /// bits to the left (see the invariants); `off` is below 2^32 in any
+    /// slot.
+    #[inline(always)]
+    fn hot_key(off: u64) -> u64 {
+        (off + 1) << 16
     }
 
     /// The answer for `off` in the cache of answers, if it holds one.
     #[inline(always)]
     pub(crate) fn kept(&self, off: u64) -> Option<u16> {
         let v = read_once(self.hot_slot(off)?);
-        (v >> 16 == off && v as u16 != 0).then_some(v as u16)
+        (v ^ Self::hot_key(off) < 1 << 16).then_some(v as u16)
     }
 
     /// [`word`](Self::word)'s answer from the rows, not the cache.

@@ -21,6 +21,7 @@ use crate::{
     mm::{FileMapping, LockedMm},
     register,
     registry::{gfp, Fdes, Section},
+    usual::TextCode,
 };
 use kernel::{
     alloc::KVVec,
@@ -90,7 +91,11 @@ fn build() -> Result<Vdso> {
         sframe_len: u32::try_from(len).map_err(|_| enoexec())?,
         resident: true,
     };
-    let fdes = register::validate_resident(&s, bytes)?.shared()?;
+    let code = &mut TextCode {
+        len: text.size,
+        read: |buf: &mut [u8], off: u64| read(buf, text.offset.checked_add(off).ok_or(enoexec())?),
+    };
+    let fdes = register::validate_resident(&s, bytes, code)?.shared()?;
     Ok(Vdso {
         image_size: image.len(),
         text,
