@@ -512,8 +512,10 @@ enum Built {
 /// `sframe_addr` at link time, into what a file's table keeps of it: the
 /// FDEs relative to the text, whatever its load bias, and its rows,
 /// counted against the machine's budget ([`Built::OverBudget`] past it),
-/// with the text's code read from `file`. `user`: of a file root does not
-/// own.
+/// with the text's code read from `file` where no row describes it (a
+/// read error there, other than a fatal signal, leaves those PCs to the
+/// full lookup, for the table's life: [`crate::usual`]). `user`: of a
+/// file root does not own.
 fn describe(
     file: &LocalFile,
     text: TextSegment,

@@ -20,7 +20,7 @@
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
 use crate::{
-    rule_cache::{read_once, Cached, CachedRule, RuleCache},
+    rule_cache::{read_once, write_once, Cached, CachedRule, RuleCache},
     usual::{TextCode, UsualRows},
 };
 use core::sync::atomic::{compiler_fence, Ordering};
@@ -510,6 +510,10 @@ pub(crate) struct SframeMm {
     /// entry. A walk starts with one read of it.
     gen: Atomic<u64>,
     cache: KBox<RuleCache>,
+    /// Not 0 once a rule was stored since `cache` was last emptied: a walk
+    /// that starts with it 0 does not probe first (a hint: a racing store
+    /// may be missed, which only costs a lookup).
+    cache_filled: Atomic<u64>,
     pub(crate) counters: Counters,
 }
 
@@ -574,6 +578,7 @@ impl SframeMm {
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
+                cache_filled: Atomic::new(0),
                 counters: Counters {
                     sframe_frames: Atomic::new(0),
                     fp_fallbacks: Atomic::new(0),
@@ -702,6 +707,7 @@ impl SframeMm {
             }
         }
         self.cache.clear();
+        self.cache_filled.store(0, Relaxed);
     }
 
     /// Publishes `new`, retiring the old table after a grace period.
@@ -732,10 +738,11 @@ impl SframeMm {
         self.cache.get(pc, adj, gen)
     }
 
-    /// Is the rule cache empty ([`RuleCache::is_empty`])?
+    /// Was nothing stored in the rule cache since it was last emptied?
+    /// What a walk starting now would find in it, but for a racing store.
     #[inline(always)]
     pub(crate) fn cache_is_empty(&self) -> bool {
-        self.cache.is_empty()
+        read_once(&self.cache_filled) == 0
     }
 
     /// [`cached`](Self::cached)'s answer as its word ([`Cached::word`]).
@@ -775,8 +782,9 @@ impl SframeMm {
     /// address minus one) if its usual rows know (see [`UsualRows`]), and
     /// the generation it was found in: a usual row's rule, or
     /// [`Cached::End`] or [`Cached::FramePointerInCode`] where no row
-    /// describes `pc` (and the signal trampoline cannot start, the file's
-    /// code says), which is cached; and whether it was cached already (the
+    /// describes `pc` (and the signal trampoline starts neither there nor
+    /// at the next byte, the file's code says), which is cached; and
+    /// whether it was cached already (the
     /// walk meets PCs seen before). What a cold step takes in nearly every
     /// frame of a described file, in one pass, under the caller's
     /// `no_preempt`, which is also the RCU read-side section the table is
@@ -866,8 +874,12 @@ impl SframeMm {
         let Some((slot, word, replaced)) = self.cache.put(pc, adj, gen, word) else {
             return false;
         };
-        // The store (a full barrier) before the load: a writer's change and
-        // emptying of the cache, seen or not, is ordered with it.
+        if read_once(&self.cache_filled) == 0 {
+            write_once(&self.cache_filled, 1);
+        }
+        // The store into `slot` (a full barrier) before the load: a
+        // writer's change and emptying of the cache, seen or not, is
+        // ordered with it.
         if self.gen() != gen {
             // Only if no writer replaced it since; a lost entry only costs
             // a later lookup.
@@ -1686,6 +1698,15 @@ mod tests {
         for e in [ENOMEM, EINTR] {
             assert_eq!(table_of(&funcs, false, &mut fail(e)).err(), Some(e));
         }
+        // A text of 4 GiB or more: no usual rows. One just under, with
+        // no function: more code where no row describes it than is read
+        // (its first 4 MiB), all left to the full lookup.
+        let fdes = table_of(&[], false, &mut TextCode::zeros(u64::MAX))?;
+        assert_eq!(fdes.usual.word(0x10), None);
+        let fdes = table_of(&[], false, &mut TextCode::zeros(u64::from(u32::MAX)))?;
+        assert_eq!(fdes.usual.word(0x10), None);
+        let fdes = table_of(&[], false, &mut TextCode::zeros(4 << 20))?;
+        assert_eq!(fdes.usual.word(0x10).map(Cached::from_word), end);
         Ok(())
     }
 

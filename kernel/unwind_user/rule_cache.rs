@@ -222,13 +222,10 @@ pub(crate) fn xchg_full(a: &Atomic<u64>, v: u64) -> u64 {
 /// a PC below the first page or above 2^47 is not cached. An empty slot
 /// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
 /// the step gives such a PC anyway: the probe need not check for it.
-pub(crate) struct RuleCache {
-    slots: [Atomic<u64>; RuleCache::SETS * RuleCache::WAYS],
-    /// Not 0 once an entry was stored since the cache was last emptied: a
-    /// walk that starts with it 0 does not probe (a racing store may be
-    /// missed, which only costs a lookup).
-    filled: Atomic<u64>,
-}
+pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
+
+// One 4 KiB kmalloc() a registry: a byte more would take 8 KiB.
+const _: () = assert!(core::mem::size_of::<RuleCache>() == 4096);
 
 impl RuleCache {
     const SETS: usize = 128;
@@ -237,10 +234,7 @@ impl RuleCache {
     /// An empty cache.
     pub(crate) fn new() -> Result<KBox<Self>> {
         Ok(KBox::new(
-            RuleCache {
-                slots: core::array::from_fn(|_| Atomic::new(0)),
-                filled: Atomic::new(0),
-            },
+            RuleCache(core::array::from_fn(|_| Atomic::new(0))),
             gfp(),
         )?)
     }
@@ -262,7 +256,7 @@ impl RuleCache {
     /// The ways of the set of `pc`, first to last.
     fn ways(&self, pc: usize) -> &[Atomic<u64>] {
         let i = Self::set(pc) * Self::WAYS;
-        self.slots.get(i..i + Self::WAYS).unwrap_or(&[])
+        self.0.get(i..i + Self::WAYS).unwrap_or(&[])
     }
 
     /// The set of `pc`: its low 7 bits xor the next 7, which the key holds,
@@ -295,7 +289,10 @@ impl RuleCache {
     /// Stores what `pc` unwinds with, `word` ([`Cached::word`]), in
     /// generation `gen`, and returns the slot it went to, the word stored
     /// there, and whether it replaced an entry for `pc` of that generation.
-    /// The store is a full barrier: any load after it is ordered after it.
+    /// The store into that slot is a full barrier: any load after it is
+    /// ordered after it. (Not the moves of older entries to the next ways,
+    /// which keep their generations: an older entry is never taken by a
+    /// walk of a newer one.)
     #[inline]
     pub(crate) fn put(
         &self,
@@ -324,25 +321,14 @@ impl RuleCache {
             replaced = old ^ key < 1 << 16;
             carry = old;
         }
-        if read_once(&self.filled) == 0 {
-            write_once(&self.filled, 1);
-        }
         Some((first, key | rule, replaced))
     }
 
     /// Empties the cache.
     pub(crate) fn clear(&self) {
-        for slot in &self.slots {
+        for slot in &self.0 {
             slot.store(0, Relaxed);
         }
-        self.filled.store(0, Relaxed);
-    }
-
-    /// Was nothing stored since the cache was last emptied? What a walk
-    /// starting now would find in it, but for a racing store.
-    #[inline(always)]
-    pub(crate) fn is_empty(&self) -> bool {
-        read_once(&self.filled) == 0
     }
 }
 

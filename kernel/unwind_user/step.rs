@@ -37,7 +37,7 @@ const WALK_BYTES: u32 = 256 << 10;
 const NEXT_PROBE: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_PROBE as u8;
 /// ... take the frame-pointer rule (user.c, without calling the unwinder),
 const NEXT_FP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_FP as u8;
-/// ... or look the PC up ([`next_uncached`]).
+/// ... or look the PC up ([`next_usual`]).
 const NEXT_LOOKUP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_LOOKUP as u8;
 // The hint is kept in a byte: the casts above lose nothing.
 const _: () = assert!(bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_LOOKUP <= 0xff);
@@ -160,7 +160,7 @@ fn ra_in_code_uncached(
         state.sframe_hint = NEXT_FP;
     } else {
         // Not cached: the next step looks it up at once, as after any
-        // return address the cache does not hold (next_uncached()).
+        // return address the cache does not hold (next_usual()).
         state.sframe_hint = NEXT_LOOKUP;
     }
     true
@@ -401,7 +401,7 @@ pub(crate) fn start(mm: &SframeMm, state: &mut bindings::unwind_user_state) {
 /// A PC seen before is answered here, from the rule cache, with no call:
 /// that is the steady state of a profiled process, and what keeps a step
 /// near the cost of the frame-pointer step. Anything else is left to
-/// [`next_uncached`], out of line, so that this path saves no register;
+/// [`next_usual`], out of line, so that this path saves no register;
 /// so is every PC of a walk that the previous step found meeting new
 /// return addresses (`UNWIND_USER_SFRAME_LOOKUP`), without the probe.
 #[inline(always)]
@@ -479,8 +479,8 @@ fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
     }
 }
 
-/// [`next`] for a PC the rule cache does not hold (`probed`), or was not
-/// asked for: a file's table's usual row gives most such PCs their rule at
+/// [`next`] for a PC the rule cache does not hold, or was not asked for
+/// (`UNWIND_USER_SFRAME_LOOKUP`): a file's table's usual row gives most such PCs their rule at
 /// once, and caches it. Anything else is left to [`next_uncached`], which
 /// this tail-calls, so that the cold step of a file's PC saves only the
 /// few registers it needs. It finds the PC again rather than take it from

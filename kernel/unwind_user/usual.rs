@@ -14,8 +14,9 @@
 //! no row describes (code between functions, before a function's first
 //! row) has there what the full lookup would find for it: the walk ends,
 //! or takes the frame-pointer rule if the section says its code keeps
-//! frame pointers; unless the signal trampoline may start there, as the
-//! file's code says when the table is built. Such a PC, and any other (of
+//! frame pointers; unless the signal trampoline starts there or at the
+//! next byte, as the file's code says when the table is built (or that
+//! code could not be read). Such a PC, and any other (of
 //! another row, a PLT's repeated rows, a signal frame's), has a 0 word
 //! here and takes the full lookup, which reads the process's code.
 //!
@@ -46,14 +47,17 @@ use kernel::{
 const MIN_BLOCK_SHIFT: u32 = 7;
 /// Most entries of a block that a lookup scans rather than searches.
 const SCAN_MAX: usize = 8;
-/// Most bytes of code [`UsualRows::build`] reads where no row describes
-/// the text. A file has a few KiB there (padding, code the linker added);
-/// a program linked with a static library built without SFrame, or a file
-/// whose section describes little, may have more: past this, each such PC
+/// Most bytes of code where no row describes the text that
+/// [`UsualRows::build`] looks at, and most bytes of the text it reads to
+/// (in windows of [`CODE_WINDOW`] that the gaps between functions share).
+/// A file has a few KiB there (padding, code the linker added); a program
+/// linked with a static library built without SFrame, or a file whose
+/// section describes little, may have more: past either, each such PC
 /// takes the full lookup, which reads the process's code.
 const MAX_NO_ROW_CODE: u64 = 4 << 20;
-/// The bytes of it read at once (and the 8 after them).
-const CODE_CHUNK: usize = 16 << 10;
+const MAX_CODE_READ: u64 = 64 << 20;
+/// The bytes of the text read at once.
+const CODE_WINDOW: usize = 16 << 10;
 /// Fewest and most slots of a table's cache of answers: 512 bytes to
 /// 32 KiB, about one a usual row in between. A process's hot return
 /// addresses in one file are a few hundred, a machine's a few thousand.
@@ -157,44 +161,58 @@ fn split_at_trampolines(
 /// [`leave_trampolines_to_lookup`]'s reads: for each trampoline that
 /// starts from an entry of a PC no row describes up to the next entry
 /// included, that entry's index and where it starts; `E2BIG` past the
-/// most it reads.
+/// most it looks at or reads.
 fn find_trampolines(
     starts: &[u32],
     words: &[u16],
     code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
 ) -> Result<KVVec<(usize, u64)>> {
-    const T: u64 = RT_SIGRETURN.len() as u64;
+    const T: usize = RT_SIGRETURN.len();
     let mut found = KVVec::new();
-    let mut buf = KVVec::from_elem(0u8, CODE_CHUNK + RT_SIGRETURN.len() - 1, gfp())?;
-    let mut total: u64 = 0;
+    let mut window = KVVec::from_elem(0u8, CODE_WINDOW, gfp())?;
+    // The window holds the text's bytes from `win_at`, `win_len` of them.
+    let (mut win_at, mut win_len) = (0u64, 0usize);
+    let (mut looked_at, mut read) = (0u64, 0u64);
+    // Where the last trampoline that fits in the text may start.
+    let Some(in_text) = code.len.checked_sub(T as u64) else {
+        return Ok(found);
+    };
     for (k, &at) in starts.iter().enumerate() {
         if !words.get(k).is_some_and(|&w| no_row(w)) {
             continue;
         }
-        let end = starts
+        // From `at` up to the next entry, included.
+        let last = starts
             .get(k + 1)
-            .map_or(code.len, |&s| u64::from(s))
-            .min(code.len);
+            .map_or(in_text, |&s| u64::from(s).min(in_text));
         let mut from = u64::from(at);
-        while from <= end {
-            // Where it may start in this chunk, and the bytes to read.
-            let n = (end - from + 1).min(CODE_CHUNK as u64);
-            let want = (n + T - 1).min(code.len.saturating_sub(from));
-            if want < T {
-                break;
+        while from <= last {
+            let in_window = from >= win_at && from - win_at + T as u64 <= win_len as u64;
+            if !in_window {
+                // `from` is at most `in_text`: the window holds `T` bytes
+                // or more.
+                let len = (code.len - from).min(CODE_WINDOW as u64) as usize;
+                read = read.saturating_add(len as u64);
+                if read > MAX_CODE_READ {
+                    return Err(E2BIG);
+                }
+                (code.read)(window.get_mut(..len).ok_or(EINVAL)?, from)?;
+                (win_at, win_len) = (from, len);
             }
-            total += want;
-            if total > MAX_NO_ROW_CODE {
+            // The starts from `from` whose bytes the window holds.
+            let to = last.min(win_at + (win_len.saturating_sub(T)) as u64);
+            looked_at = looked_at.saturating_add(to - from + 1);
+            if looked_at > MAX_NO_ROW_CODE {
                 return Err(E2BIG);
             }
-            let bytes = buf.get_mut(..want as usize).ok_or(EINVAL)?;
-            (code.read)(bytes, from)?;
-            for (i, b) in bytes.windows(RT_SIGRETURN.len()).enumerate() {
+            let (lo, hi) = ((from - win_at) as usize, (to - win_at) as usize + T);
+            let bytes = window.get(lo..hi).ok_or(EINVAL)?;
+            for (i, b) in bytes.windows(T).enumerate() {
                 if b == RT_SIGRETURN {
                     found.push((k, from + i as u64), gfp())?;
                 }
             }
-            from += n;
+            from = to + 1;
         }
     }
     Ok(found)
@@ -299,8 +317,8 @@ impl UsualRows {
     /// (sorted by start, relative to the text), whose rows are `rows`,
     /// the first of function `i` at `row_first[i]`, and whose text is
     /// `code`. None if the section puts the return address anywhere but
-    /// at CFA - 8 (the rule cache's only place), or if its text is larger
-    /// than 4 GiB.
+    /// at CFA - 8 (the rule cache's only place), or if its text is 4 GiB
+    /// or larger.
     pub(crate) fn build(
         header: &sframe::Header,
         packed: &[sframe::PackedFde],
@@ -308,7 +326,10 @@ impl UsualRows {
         rows: &[sframe::PackedRow],
         code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
     ) -> Result<UsualRows> {
-        if header.fixed_ra_offset() != Some(-8) || row_first.len() != packed.len() {
+        if header.fixed_ra_offset() != Some(-8)
+            || row_first.len() != packed.len()
+            || code.len > u64::from(u32::MAX)
+        {
             return Ok(UsualRows::new());
         }
         let Some(no_row) = Cached::no_row(header).word() else {

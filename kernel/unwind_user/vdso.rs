@@ -91,6 +91,9 @@ fn build() -> Result<Vdso> {
         sframe_len: u32::try_from(len).map_err(|_| enoexec())?,
         resident: true,
     };
+    // Its code as built, before alternatives are applied (subsys_initcall):
+    // what they patch in is no signal trampoline, which the 64-bit vDSO
+    // does not have.
     let code = &mut TextCode {
         len: text.size,
         read: |buf: &mut [u8], off: u64| read(buf, text.offset.checked_add(off).ok_or(enoexec())?),
