@@ -99,27 +99,27 @@ fn no_row(w: u16) -> bool {
 /// says; no process changes what another's walk finds. Every PC no row
 /// describes if the code cannot be read, or is larger than
 /// [`MAX_NO_ROW_CODE`]; `ENOMEM` and `EINTR` (a fatal signal) are the
-/// caller's, as for the rest of the table.
+/// caller's, as for the rest of the table. True if it changed anything.
 fn leave_trampolines_to_lookup(
     starts: &mut KVVec<u32>,
     words: &mut KVVec<u16>,
     code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
-) -> Result {
+) -> Result<bool> {
     let split = find_trampolines(starts, words, code)
         .and_then(|found| split_at_trampolines(starts, words, &found));
     match split {
         Ok(Some((new_starts, new_words))) => {
             *starts = new_starts;
             *words = new_words;
-            Ok(())
+            Ok(true)
         }
-        Ok(None) => Ok(()),
+        Ok(None) => Ok(false),
         Err(e) if e == ENOMEM || e == EINTR => Err(e),
         Err(_) => {
             for w in words.iter_mut().filter(|w| no_row(**w)) {
                 *w = 0;
             }
-            Ok(())
+            Ok(true)
         }
     }
 }
@@ -207,8 +207,9 @@ fn find_trampolines(
             }
             let (lo, hi) = ((from - win_at) as usize, (to - win_at) as usize + T);
             let bytes = window.get(lo..hi).ok_or(EINVAL)?;
+            // Its first byte first: a compare of the nine is a call.
             for (i, b) in bytes.windows(T).enumerate() {
-                if b == RT_SIGRETURN {
+                if b.first() == RT_SIGRETURN.first() && b == RT_SIGRETURN {
                     found.push((k, from + i as u64), gfp())?;
                 }
             }
@@ -390,8 +391,9 @@ impl UsualRows {
             }
         }
         compact(&mut starts, &mut words);
-        leave_trampolines_to_lookup(&mut starts, &mut words, code)?;
-        compact(&mut starts, &mut words);
+        if leave_trampolines_to_lookup(&mut starts, &mut words, code)? {
+            compact(&mut starts, &mut words);
+        }
         // The entry at 0 stays first (the last of those at 0).
         let Some(&last) = starts.last() else {
             return Ok(UsualRows::new());
