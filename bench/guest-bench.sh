@@ -145,16 +145,16 @@ if phase profile; then
 fi
 
 # e. What exec pays for a program's section: fork + execve + exit of the
-# 10k- and 100k-function programs (400 KB and 4 MB of .sframe, their
-# PT_GNU_SFRAME as built), against the same programs without it,
+# programs with 1 MiB and 16 MiB of .sframe (26214 and 419430 functions,
+# their PT_GNU_SFRAME as built), against the same programs without it,
 # interleaved.
 if phase exec; then
-	for n in 10000 100000; do
+	for n in 26214 419430; do
 		unwind_bench exec $D/growth_${n}_sframe $D/growth_${n}_nosframe $EXEC_REPS
 	done
 	# Where that work went: the first unwind of a fresh copy of each (a
 	# new file), which builds its table, against the second.
-	for n in 10000 100000; do
+	for n in 26214 419430; do
 		unwind_bench first $D/growth_${n}_sframe $FIRST_REPS $GROWTH_DEPTH
 	done
 fi

@@ -25,6 +25,7 @@ import os
 import platform
 import re
 import statistics
+import struct
 import subprocess
 import sys
 import types
@@ -234,7 +235,7 @@ def measure(recs, texts, profiles, build, noalloc_last):
         problems=rec.problems, med_ratio=rec.med_ratio, guest=guest, cfg=cfg,
         shallow=cfg.get('shallow', 4), deep=cfg.get('deep', 200),
         gdepth=cfg.get('growth_depth', 100), noalloc_last=noalloc_last, profiles=profiles,
-        execs=select(recs, 'exec'))
+        execs=select(recs, 'exec'), build=build)
     measure_step(rec, fig, build)
     measure_growth(rec, fig)
     measure_registration(rec, fig)
@@ -727,6 +728,25 @@ def render_growth(fig, ok, env, o):
     o('')
 
 
+def sframe_of(path):
+    """The number of FDEs and the bytes of the PT_GNU_SFRAME section of the
+    x86-64 ELF file @path (the SFrame header's num_fdes), or (None, None)."""
+    try:
+        with open(path, 'rb') as f:
+            b = f.read()
+    except OSError:
+        return None, None
+    if b[:5] != b'\x7fELF\x02':
+        return None, None
+    phoff, = struct.unpack_from('<Q', b, 32)
+    phentsize, phnum = struct.unpack_from('<HH', b, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from('<IIQQQQ', b, phoff + i * phentsize)
+        if p_type == 0x6474E554 and p_filesz >= 12:
+            return struct.unpack_from('<I', b, p_offset + 8)[0], p_filesz
+    return None, None
+
+
 def render_exec(fig, ok, env, o):
     """e. What exec pays for a section."""
     G, execs = fig.G, fig.execs
@@ -742,6 +762,9 @@ def render_exec(fig, ok, env, o):
     for e in execs:
         name = str(e['binary']).rsplit('/', 1)[-1].removesuffix('_sframe')
         g = next((g for g in G if g['binary'] == name), {})
+        if not g:
+            fdes, size = sframe_of(os.path.join(fig.build, name))
+            g = dict(fdes=fdes, sframe_bytes=size) if size else {}
         d = e['sframe_median_ns'] - e['nosframe_median_ns']
         mib = g.get('sframe_bytes', 0) / (1 << 20)
         o(f'| {name} | {g.get("fdes", "?")} | {g.get("sframe_bytes", "?")} | '

@@ -37,7 +37,7 @@ done
 # What exec pays for a file's section: the programs as built (a real
 # PT_GNU_SFRAME, which exec reads nothing of), against the same with the
 # .sframe section header removed (PT_GNU_SFRAME then empty).
-for p in growth_10000 growth_100000; do
+for p in growth_26214 growth_419430; do
 	strip -o "$G/${p}_sframe" "$OUT/build/$p"
 	strip --remove-section=.sframe -o "$G/${p}_nosframe" "$OUT/build/$p"
 done
