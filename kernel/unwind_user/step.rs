@@ -480,12 +480,12 @@ fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
 }
 
 /// [`next`] for a PC the rule cache does not hold, or was not asked for
-/// (`UNWIND_USER_SFRAME_LOOKUP`): a file's table's usual row gives most such PCs their rule at
-/// once, and caches it. Anything else is left to [`next_uncached`], which
-/// this tail-calls, so that the cold step of a file's PC saves only the
-/// few registers it needs. It finds the PC again rather than take it from
-/// [`next`]: fewer values live across the cache probe leave it registers
-/// enough to save none.
+/// (`UNWIND_USER_SFRAME_LOOKUP`): a file's table's usual row gives most
+/// such PCs their answer at once, and caches it. Anything else is left to
+/// [`next_uncached`], which this tail-calls, so that the cold step of a
+/// file's PC runs none of the full lookup's prologue. It finds the PC
+/// again rather than take it from [`next`], whose probe then saves no
+/// register.
 ///
 /// A return address the cache does not hold is a call path not seen
 /// before, whose callers are most likely new too (a process sampled a few
