@@ -1189,6 +1189,15 @@ static unsigned int agent_detach(const struct agent_run *a)
 	return detached;
 }
 
+/* Is sframe-synth staged next to this program? */
+static bool have_agent(void)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/sframe-synth", here);
+	return !access(path, X_OK);
+}
+
 /*
  * The agent as an administrator runs it: sframe-synth attach --running
  * (staged next to this program by harness/stage-audit.sh) attaches a
@@ -1200,13 +1209,12 @@ TEST_F_TIMEOUT(libc, agent_running, 180)
 {
 	static struct agent_run a;
 	struct result before, prime, after = {};
-	char cmd[PATH_MAX + 64], want[PATH_MAX + 32];
+	char want[PATH_MAX + 32];
 	unsigned int detached;
 	struct child c;
 	int status;
 
-	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
-	if (access(cmd, X_OK))
+	if (!have_agent())
 		SKIP(return, "no sframe-synth next to this program");
 	ASSERT_EQ(0, child_start(&c, NULL));
 	ASSERT_EQ(0, child_run(&c, 'q', 500, &before));
@@ -2328,6 +2336,25 @@ static void expect_agent_described(struct __test_metadata *_metadata,
 }
 
 /*
+ * The agent's round in a test of the library @c maps: the agent run into
+ * @a, looking for @want; if it found it, @c's stacks through the library
+ * into @r (printed as @label); then what the agent attached detached
+ * (*@detached) and @c stopped: its wait status.
+ */
+static int agent_round(struct __test_metadata *_metadata, struct child *c,
+		       struct agent_run *a, const char *want, const char *label,
+		       struct result *r, unsigned int *detached)
+{
+	EXPECT_EQ(0, agent_attach(a, want));
+	if (a->found) {
+		child_run(c, 'd', 500, r);
+		print_dl(label, r);
+	}
+	*detached = agent_detach(a);
+	return child_stop(c);
+}
+
+/*
  * A library replaced while a process that mapped it runs (a package
  * upgrade under a running service): the process's maps say "(deleted)",
  * and `sframe-synth attach --running` attaches the file it maps, opened
@@ -2336,15 +2363,14 @@ static void expect_agent_described(struct __test_metadata *_metadata,
  */
 TEST_F_TIMEOUT(lib, agent_replaced, 180)
 {
-	char cmd[PATH_MAX + 64], other[PATH_MAX], want[PATH_MAX + 32];
+	char other[PATH_MAX], want[PATH_MAX + 32];
 	static struct agent_run a;
 	struct result first, r = {};
 	unsigned int detached;
 	struct child c;
 	int status;
 
-	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
-	if (access(cmd, X_OK))
+	if (!have_agent())
 		SKIP(return, "no sframe-synth next to this program");
 	ASSERT_EQ(0, child_start(&c, self->lc.path));
 	ASSERT_EQ(0, child_run(&c, 'd', 300, &first));
@@ -2354,13 +2380,8 @@ TEST_F_TIMEOUT(lib, agent_replaced, 180)
 	ASSERT_EQ(0, rename(other, self->lc.path));
 
 	snprintf(want, sizeof(want), "; mapped as %s (deleted))", self->lc.path);
-	ASSERT_EQ(0, agent_attach(&a, want));
-	if (a.found) {
-		child_run(&c, 'd', 500, &r);
-		print_dl("the replaced file attached", &r);
-	}
-	detached = agent_detach(&a);
-	status = child_stop(&c);
+	status = agent_round(_metadata, &c, &a, want, "the replaced file attached", &r,
+			     &detached);
 
 	expect_agent_described(_metadata, &a, detached, &first, &r, status);
 }
@@ -2376,7 +2397,7 @@ TEST_F_TIMEOUT(lib, agent_replaced, 180)
  */
 TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
 {
-	char cmd[PATH_MAX + 64], priv[PATH_MAX], other[PATH_MAX + 16], want[PATH_MAX + 32];
+	char priv[PATH_MAX], other[PATH_MAX + 16], want[PATH_MAX + 32];
 	unsigned long long before, pages = (self->lc.elf_len + 4095) / 4096;
 	static struct agent_run a;
 	struct result first, r = {};
@@ -2384,8 +2405,7 @@ TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
 	struct child c;
 	int status, gone;
 
-	snprintf(cmd, sizeof(cmd), "%s/sframe-synth", here);
-	if (access(cmd, X_OK))
+	if (!have_agent())
 		SKIP(return, "no sframe-synth next to this program");
 	snprintf(priv, sizeof(priv), "%s/priv", self->lc.tmp);
 	ASSERT_EQ(0, private_tmpfs(priv)) TH_LOG("tmpfs at %s: %s", priv, strerror(errno));
@@ -2396,13 +2416,8 @@ TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
 	print_dl("no table", &first);
 
 	snprintf(want, sizeof(want), "; mapped as %s)", self->lc.path);
-	ASSERT_EQ(0, agent_attach(&a, want));
-	if (a.found) {
-		child_run(&c, 'd', 500, &r);
-		print_dl("the other namespace's file attached", &r);
-	}
-	detached = agent_detach(&a);
-	status = child_stop(&c);
+	status = agent_round(_metadata, &c, &a, want, "the other namespace's file attached", &r,
+			     &detached);
 	/*
 	 * Unlinked, unmapped, its namespace's mount gone (a worker's mntput(),
 	 * a little later): the file goes, which a table that held it would
