@@ -784,16 +784,15 @@ impl SframeMm {
     /// [`Cached::End`] or [`Cached::FramePointerInCode`] where no row
     /// describes `pc` (and the signal trampoline starts neither there nor
     /// at the next byte, the file's code says), which is cached; and
-    /// whether it was cached already (the
-    /// walk meets PCs seen before). What a cold step takes in nearly every
-    /// frame of a described file, in one pass, under the caller's
-    /// `no_preempt`, which is also the RCU read-side section the table is
-    /// read under: the caller holds it from before the call until it is
-    /// done with the answer, so that nothing it keeps in registers is
-    /// saved around the helpers that turn preemption off and on. `None`
-    /// for any other PC, which [`lookup`](Self::lookup) answers. `entry`
-    /// is the index of the registration searched first, and then of the
-    /// one found.
+    /// whether it was cached already (the walk meets PCs seen before).
+    /// What a cold step takes in nearly every frame of a described file,
+    /// in one pass, under the caller's `no_preempt`, which is also the RCU
+    /// read-side section the table is read under: the caller holds it from
+    /// before the call until it is done with the answer, so that nothing
+    /// it keeps in registers is saved around the helpers that turn
+    /// preemption off and on. `None` for any other PC, which
+    /// [`lookup`](Self::lookup) answers. `entry` is the index of the
+    /// registration searched first, and then of the one found.
     pub(crate) fn usual_rule(
         &self,
         no_preempt: &NoPreempt,
