@@ -54,7 +54,7 @@ use core::pin::Pin;
 use kernel::{
     alloc::{KVVec, KVec},
     bindings,
-    error::code::{E2BIG, EBADF, EEXIST, EINVAL, ENOENT, ENOSPC, EPERM, ETXTBSY},
+    error::code::{E2BIG, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
     ffi::{c_int, c_ulong},
     fs::{File, LocalFile},
     global_lock,
@@ -67,11 +67,6 @@ use kernel::{
     },
     uaccess::{UserPtr, UserSlice},
 };
-
-/// `ENOEXEC`, which `kernel::error::code` does not have.
-pub(crate) fn enoexec() -> Error {
-    Error::from_errno(-(bindings::ENOEXEC as c_int))
-}
 
 global_lock! {
     // SAFETY: `unwind_user_files_init()` initialises it, at core_initcall
@@ -364,7 +359,7 @@ pub(crate) fn section_in(
 /// `EINTR` if the read stopped short because the task is being killed (not
 /// the file's fault: its table is not to say it has none).
 fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
-    let mut pos = i64::try_from(pos).map_err(|_| enoexec())?;
+    let mut pos = i64::try_from(pos).map_err(|_| ENOEXEC)?;
     // SAFETY: `file` is a live file; `buf` is valid for writes of its
     // length. `kernel_read()` checks that the file was opened for reading.
     let n = unsafe {
@@ -376,7 +371,7 @@ fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
     match usize::try_from(n) {
         Ok(n) if n == buf.len() => Ok(()),
         Ok(_) if killed() => Err(EINTR),
-        Ok(_) => Err(enoexec()),
+        Ok(_) => Err(ENOEXEC),
         Err(_) => Err(Error::from_errno(n as c_int)),
     }
 }
@@ -414,11 +409,11 @@ pub(crate) fn elf_layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfL
     let mut ehdr = [0u8; EHDR];
     read(&mut ehdr, 0)?;
     let ident_ok = ehdr.get(..6) == Some(b"\x7fELF\x02\x01".as_slice());
-    let e_type = u16_at(&ehdr, 16).ok_or(enoexec())?;
-    let machine = u16_at(&ehdr, 18).ok_or(enoexec())?;
-    let phoff = u64_at(&ehdr, 32).ok_or(enoexec())?;
-    let phentsize = u16_at(&ehdr, 54).ok_or(enoexec())?;
-    let phnum = u64::from(u16_at(&ehdr, 56).ok_or(enoexec())?);
+    let e_type = u16_at(&ehdr, 16).ok_or(ENOEXEC)?;
+    let machine = u16_at(&ehdr, 18).ok_or(ENOEXEC)?;
+    let phoff = u64_at(&ehdr, 32).ok_or(ENOEXEC)?;
+    let phentsize = u16_at(&ehdr, 54).ok_or(ENOEXEC)?;
+    let phnum = u64::from(u16_at(&ehdr, 56).ok_or(ENOEXEC)?);
     if !ident_ok
         || !(e_type == bindings::ET_EXEC as u16 || e_type == bindings::ET_DYN as u16)
         || machine != bindings::EM_X86_64 as u16
@@ -426,17 +421,17 @@ pub(crate) fn elf_layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfL
         || phnum == 0
         || phnum > MAX_PHDRS
     {
-        return Err(enoexec());
+        return Err(ENOEXEC);
     }
     let page = kernel::page::PAGE_SIZE as u64;
     let segment = |ph: &[u8]| -> Result<Segment> {
         let seg = Segment {
-            offset: u64_at(ph, 8).ok_or(enoexec())?,
-            vaddr: u64_at(ph, 16).ok_or(enoexec())?,
-            size: u64_at(ph, 32).ok_or(enoexec())?,
+            offset: u64_at(ph, 8).ok_or(ENOEXEC)?,
+            vaddr: u64_at(ph, 16).ok_or(ENOEXEC)?,
+            size: u64_at(ph, 32).ok_or(ENOEXEC)?,
         };
         if seg.vaddr.checked_add(seg.size).is_none() || seg.offset.checked_add(seg.size).is_none() {
-            return Err(enoexec());
+            return Err(ENOEXEC);
         }
         Ok(seg)
     };
@@ -446,7 +441,7 @@ pub(crate) fn elf_layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfL
     read(&mut phdrs, phoff)?;
     for ph in phdrs.chunks_exact(PHDR) {
         let (Some(p_type), Some(p_flags)) = (u32_at(ph, 0), u32_at(ph, 4)) else {
-            return Err(enoexec());
+            return Err(ENOEXEC);
         };
         if p_type == PT_GNU_SFRAME {
             sframe = Some(segment(ph)?);
@@ -457,12 +452,12 @@ pub(crate) fn elf_layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfL
         }
         let seg = segment(ph)?;
         if text.is_some() || seg.size == 0 || seg.offset % page != seg.vaddr % page {
-            return Err(enoexec());
+            return Err(ENOEXEC);
         }
         text = Some(seg);
     }
     Ok(ElfLayout {
-        text: text.ok_or(enoexec())?,
+        text: text.ok_or(ENOEXEC)?,
         sframe,
     })
 }
@@ -486,7 +481,7 @@ fn regular_file(fd: i32) -> Result<ARef<LocalFile>> {
     // long as the file.
     let mode = unsafe { (*(*file.as_ptr()).f_inode).i_mode };
     if u32::from(mode) & bindings::S_IFMT != bindings::S_IFREG {
-        return Err(enoexec());
+        return Err(ENOEXEC);
     }
     Ok(file)
 }
@@ -524,8 +519,8 @@ fn describe(
     user: bool,
 ) -> Result<Built> {
     let s = Section {
-        text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
-        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
+        text_start: usize::try_from(text.vaddr).map_err(|_| ENOEXEC)?,
+        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| ENOEXEC)?,
         sframe_start: 0,
         sframe_addr: usize::try_from(sframe_addr).map_err(|_| EINVAL)?,
         sframe_len: u32::try_from(bytes.len()).map_err(|_| E2BIG)?,
@@ -540,7 +535,7 @@ fn describe(
     let code = &mut TextCode {
         len: text.size,
         read: |buf: &mut [u8], off: u64| {
-            read_at(file, buf, text.offset.checked_add(off).ok_or(enoexec())?)
+            read_at(file, buf, text.offset.checked_add(off).ok_or(ENOEXEC)?)
         },
     };
     let fdes = register::validate_resident(&s, bytes, code)?;
@@ -709,7 +704,7 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
     build_table(inode, None, user, || {
         let layout = match elf_layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
-            Err(e) if e == enoexec() => return Ok(Built::Nothing),
+            Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
             Err(e) => return Err(e),
         };
         let Some(sf) = layout.sframe else {
@@ -722,7 +717,7 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
         let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
         match read_at(file, &mut bytes, sf.offset) {
             Ok(()) => {}
-            Err(e) if e == enoexec() => return Ok(Built::Nothing),
+            Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
             Err(e) => return Err(e),
         }
         match describe(file, layout.text, sf.vaddr, bytes, user) {

@@ -17,7 +17,7 @@
 //! registry, and its walks are frame-pointer walks, as before.
 
 use crate::{
-    file_table::{elf_layout, enoexec, section_in},
+    file_table::{elf_layout, section_in},
     mm::{FileMapping, LockedMm},
     register,
     registry::{gfp, Fdes, Section},
@@ -26,7 +26,7 @@ use crate::{
 use kernel::{
     alloc::KVVec,
     bindings,
-    error::code::{EEXIST, ENOENT, ENOSPC},
+    error::code::{EEXIST, ENOENT, ENOEXEC, ENOSPC},
     prelude::*,
     sync::{
         atomic::{Acquire, Atomic, Release},
@@ -62,14 +62,14 @@ fn image() -> &'static [u8] {
 fn build() -> Result<Vdso> {
     let image = image();
     let read = |buf: &mut [u8], pos: u64| -> Result {
-        let start = usize::try_from(pos).map_err(|_| enoexec())?;
-        let end = start.checked_add(buf.len()).ok_or(enoexec())?;
-        buf.copy_from_slice(image.get(start..end).ok_or(enoexec())?);
+        let start = usize::try_from(pos).map_err(|_| ENOEXEC)?;
+        let end = start.checked_add(buf.len()).ok_or(ENOEXEC)?;
+        buf.copy_from_slice(image.get(start..end).ok_or(ENOEXEC)?);
         Ok(())
     };
     let layout = elf_layout(read)?;
     let sframe = layout.sframe.ok_or(ENOENT)?;
-    let len = usize::try_from(sframe.size).map_err(|_| enoexec())?;
+    let len = usize::try_from(sframe.size).map_err(|_| ENOEXEC)?;
     let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
     read(&mut bytes, sframe.offset)?;
     // The vDSO is built with frame pointers, which the assembler does not
@@ -84,11 +84,11 @@ fn build() -> Result<Vdso> {
     }
     let text = layout.text;
     let s = Section {
-        text_start: usize::try_from(text.vaddr).map_err(|_| enoexec())?,
-        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| enoexec())?,
+        text_start: usize::try_from(text.vaddr).map_err(|_| ENOEXEC)?,
+        text_end: usize::try_from(text.vaddr + text.size).map_err(|_| ENOEXEC)?,
         sframe_start: 0,
-        sframe_addr: usize::try_from(sframe.vaddr).map_err(|_| enoexec())?,
-        sframe_len: u32::try_from(len).map_err(|_| enoexec())?,
+        sframe_addr: usize::try_from(sframe.vaddr).map_err(|_| ENOEXEC)?,
+        sframe_len: u32::try_from(len).map_err(|_| ENOEXEC)?,
         resident: true,
     };
     // Its code as built, before alternatives are applied (subsys_initcall):
@@ -96,7 +96,7 @@ fn build() -> Result<Vdso> {
     // does not have.
     let code = &mut TextCode {
         len: text.size,
-        read: |buf: &mut [u8], off: u64| read(buf, text.offset.checked_add(off).ok_or(enoexec())?),
+        read: |buf: &mut [u8], off: u64| read(buf, text.offset.checked_add(off).ok_or(ENOEXEC)?),
     };
     let fdes = register::validate_resident(&s, bytes, code)?.shared()?;
     Ok(Vdso {
