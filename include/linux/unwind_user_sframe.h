@@ -45,6 +45,7 @@ bool unwind_user_inode_open_for_write(const struct inode *inode);
 const struct inode *unwind_user_file_inode(const struct file *file);
 void unwind_user_inode_mark_table(struct inode *inode);
 bool unwind_user_inode_users(const struct inode *inode);
+bool unwind_user_file_peek(struct file *file, void *buf, size_t len, loff_t pos);
 
 /* kernel/unwind_user/vdso.c: C glue of the vDSO's section. */
 void unwind_user_vdso_init(void);

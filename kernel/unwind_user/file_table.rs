@@ -54,7 +54,7 @@ use core::pin::Pin;
 use kernel::{
     alloc::{KVVec, KVec},
     bindings,
-    error::code::{E2BIG, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
+    error::code::{E2BIG, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
     ffi::{c_int, c_ulong},
     fs::{File, LocalFile},
     global_lock,
@@ -97,6 +97,8 @@ static NR_USER_TABLES: Atomic<u64> = Atomic::new(0);
 static NR_DESCRIBED: Atomic<u64> = Atomic::new(0);
 /// How many of them hold their file ([`drop_stale_held`] looks at those).
 static NR_HELD: Atomic<u64> = Atomic::new(0);
+/// How many of them an agent attached ([`agent_tables`]).
+static NR_AGENT: Atomic<u64> = Atomic::new(0);
 
 /// The budget of file tables, `kernel.unwind_user_file_bytes_max`.
 fn budget() -> u64 {
@@ -288,6 +290,9 @@ pub(crate) struct FileTable {
     /// system a user mounted): it counts against the users' part of the
     /// budget and [`MAX_USER_TABLES`].
     user: bool,
+    /// Attached by an agent (`UNWIND_USER_FILE_ATTACH`), not built from
+    /// the file's own section.
+    agent: bool,
 }
 
 impl FileTable {
@@ -552,12 +557,13 @@ fn describe(
 }
 
 /// Builds the table of a file (whose inode is `inode`) with `build`, which
-/// reads it, keeping `agent_file` if an agent attaches it (`user`: a table
-/// of a file root does not own, built from its own section); `ETXTBSY` if
-/// the file is open for writing, or was written to meanwhile: a table
-/// never describes contents other than its stamp's.
+/// reads it, keeping `agent_file` if an agent attaches it (`agent`; `user`:
+/// a table of a file root does not own, built from its own section);
+/// `ETXTBSY` if the file is open for writing, or was written to
+/// meanwhile: a table never describes contents other than its stamp's.
 fn build_table(
     inode: *const bindings::inode,
+    agent: bool,
     agent_file: Option<ARef<File>>,
     user: bool,
     build: impl FnOnce() -> Result<Built>,
@@ -594,6 +600,7 @@ fn build_table(
             described,
             over_budget,
             user,
+            agent,
         },
         gfp(),
     )?)
@@ -644,7 +651,7 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         // `fdget_pos()`.
         Some(unsafe { LocalFile::assume_no_fdget_pos(file.clone()) })
     };
-    let table = build_table(inode, held, user, build)?;
+    let table = build_table(inode, true, held, user, build)?;
     let old = insert(table, true)?;
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
@@ -701,7 +708,7 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
     let inode = inode_of(file);
     // SAFETY: `file` keeps its inode live.
     let user = unsafe { bindings::unwind_user_inode_users(inode) };
-    build_table(inode, None, user, || {
+    build_table(inode, false, None, user, || {
         let layout = match elf_layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
             Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
@@ -761,6 +768,19 @@ fn count(table: &FileTable, added: bool) {
     if table.holds_file() {
         update(&NR_HELD);
     }
+    if table.agent {
+        update(&NR_AGENT);
+    }
+}
+
+/// Does an agent attach tables on this machine (do the machine's files
+/// have tables an agent attached)? Then a file with no table and no
+/// section of its own may get one, and a walk at NMI or IRQ time that
+/// meets code no table attached describes yet has something better coming
+/// than the frame-pointer rule: the deferred unwind that attaches it
+/// (`step::attach_pending`).
+pub(crate) fn agent_tables() -> bool {
+    NR_AGENT.load(Relaxed) != 0
 }
 
 /// Makes `table` its file's table, unless `replace` is false and the file
@@ -1190,7 +1210,35 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
         (None, None) => m.users && user_tables_full(),
     };
     if !settled {
-        r.new_mapping_unsettled();
+        // SAFETY: `FileMapping::of()` found a file; the VMA holds a
+        // reference to it while the mmap lock is held.
+        let file = unsafe { (*vma.as_ptr()).vm_file };
+        r.new_mapping_unsettled(table.is_some() || may_have_own_section(file));
+    }
+}
+
+/// May `file`, mapped with no table yet, have a section of its own that
+/// its table will describe? Judged from its program headers if they lie
+/// in its first page and the page cache holds that page, as it does for
+/// a file exec or the dynamic loader just read them from: no read, no
+/// sleep, with the mmap write lock held. `false` only for a file that is
+/// not an x86-64 ELF object the unwinder describes, or one with no
+/// `PT_GNU_SFRAME`, whose code only an agent's table can describe.
+fn may_have_own_section(file: *mut bindings::file) -> bool {
+    let peek = |buf: &mut [u8], pos: u64| {
+        let pos = i64::try_from(pos).map_err(|_| ENOEXEC)?;
+        // SAFETY: `file` is live (the caller's VMA holds it); `buf` is
+        // valid for writes of its length.
+        if unsafe { bindings::unwind_user_file_peek(file, buf.as_mut_ptr().cast(), buf.len(), pos) }
+        {
+            Ok(())
+        } else {
+            Err(EAGAIN)
+        }
+    };
+    match elf_layout(peek) {
+        Ok(layout) => layout.sframe.is_some(),
+        Err(e) => e != ENOEXEC,
     }
 }
 
@@ -1266,6 +1314,7 @@ mod tests {
                     described: None,
                     over_budget: n,
                     user: false,
+                    agent: false,
                 },
                 GFP_KERNEL,
             )

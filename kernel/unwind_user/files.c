@@ -6,6 +6,7 @@
  */
 #include <linux/capability.h>
 #include <linux/fs.h>
+#include <linux/highmem.h>
 #include <linux/init.h>
 #include <linux/pagemap.h>
 #include <linux/sysctl.h>
@@ -99,4 +100,29 @@ bool unwind_user_inode_users(const struct inode *inode)
 	return !uid_eq(inode->i_uid, GLOBAL_ROOT_UID) ||
 	       (sb->s_iflags & SB_I_UNTRUSTED_MOUNTER) ||
 	       sb->s_user_ns != &init_user_ns;
+}
+
+/*
+ * Copies @len bytes of @file at @pos into @buf if they lie in its first
+ * page and the page cache holds that page, up to date: what mmap of a
+ * file with no table yet may know of its program headers, with the mmap
+ * write lock held, where the file is not to be read. No I/O, no sleep.
+ * Returns whether it copied. C: the page cache has no Rust abstraction.
+ */
+bool unwind_user_file_peek(struct file *file, void *buf, size_t len, loff_t pos)
+{
+	struct folio *folio;
+	bool copied = false;
+
+	if (pos < 0 || len > PAGE_SIZE || pos > PAGE_SIZE - len)
+		return false;
+	folio = filemap_get_folio(file->f_mapping, 0);
+	if (IS_ERR(folio))
+		return false;
+	if (folio_test_uptodate(folio)) {
+		memcpy_from_folio(buf, folio, pos, len);
+		copied = true;
+	}
+	folio_put(folio);
+	return copied;
 }

@@ -503,6 +503,14 @@ pub(crate) struct SframeMm {
     /// their file's table, or find that it has none) since the registry
     /// was created; written under the mmap write lock.
     unsettled: Atomic<u32>,
+    /// Of those, how many a table may describe once attached: all but the
+    /// mappings of files that have no table and no section of their own
+    /// (`file_table::attach_mapping()`), which only an agent's table can
+    /// describe. Written under the mmap write lock.
+    unsettled_tables: Atomic<u32>,
+    /// [`unsettled_tables`](Self::unsettled_tables) when
+    /// [`files_attached`](Self::files_attached) was last set.
+    settled_tables: Atomic<u32>,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
     /// The generation, advanced on every change a cached rule may depend
@@ -515,6 +523,13 @@ pub(crate) struct SframeMm {
     /// may be missed, which only costs a lookup).
     cache_filled: Atomic<u64>,
     pub(crate) counters: Counters,
+}
+
+/// What [`SframeMm::unsettled`] counts, taken under the mmap lock.
+#[derive(Clone, Copy)]
+pub(crate) struct Unsettled {
+    all: u32,
+    tables: u32,
 }
 
 /// `SframeMm::files_attached` for generation `files_gen` of the file
@@ -575,6 +590,8 @@ impl SframeMm {
                 files_gen: Atomic::new(crate::file_table::gen()),
                 files_attached: Atomic::new(0),
                 unsettled: Atomic::new(0),
+                unsettled_tables: Atomic::new(0),
+                settled_tables: Atomic::new(0),
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
@@ -669,15 +686,31 @@ impl SframeMm {
 
     /// Says that they were, in generation `files_gen`, when `unsettled`
     /// (what [`unsettled`](Self::unsettled) was then) mappings were not.
-    pub(crate) fn set_files_attached(&self, files_gen: u64, unsettled: u32) {
+    pub(crate) fn set_files_attached(&self, files_gen: u64, unsettled: Unsettled) {
+        self.settled_tables.store(unsettled.tables, Relaxed);
         self.files_attached
-            .store(files_attached_word(files_gen, unsettled), Relaxed);
+            .store(files_attached_word(files_gen, unsettled.all), Relaxed);
     }
 
-    /// How many executable file mappings mmap left unsettled: stable under
-    /// the mmap lock, which its writers hold.
-    pub(crate) fn unsettled(&self) -> u32 {
-        self.unsettled.load(Relaxed)
+    /// Since the tables of this address space's files were last attached
+    /// (or ever, if they never were), was a mapping left unsettled that a
+    /// table may describe once attached? Lock-free, in any context: a walk
+    /// at NMI or IRQ time that meets code no registration covers in an
+    /// address space that is not settled tells by it whether the deferred
+    /// unwind may describe that code (`step::attach_pending`).
+    pub(crate) fn tables_pending(&self) -> bool {
+        self.files_attached.load(Relaxed) == 0
+            || self.unsettled_tables.load(Relaxed) != self.settled_tables.load(Relaxed)
+    }
+
+    /// How many executable file mappings mmap left unsettled, and of those
+    /// how many a table may describe: stable under the mmap lock, which
+    /// their writers hold.
+    pub(crate) fn unsettled(&self) -> Unsettled {
+        Unsettled {
+            all: self.unsettled.load(Relaxed),
+            tables: self.unsettled_tables.load(Relaxed),
+        }
     }
 
     /// The generation word now.
@@ -1058,7 +1091,11 @@ impl<'a> RegistryWriter<'a> {
         // The child maps what the parent did, or less: what was attached
         // for the parent's mappings is for the child's, unless a
         // registration stayed behind whose text the child maps.
-        dst.unsettled.store(self.unsettled(), Relaxed);
+        dst.unsettled.store(self.unsettled.load(Relaxed), Relaxed);
+        dst.unsettled_tables
+            .store(self.unsettled_tables.load(Relaxed), Relaxed);
+        dst.settled_tables
+            .store(self.settled_tables.load(Relaxed), Relaxed);
         dst.files_attached
             .store(self.files_attached.load(Relaxed), Relaxed);
         if dropped {
@@ -1071,6 +1108,7 @@ impl<'a> RegistryWriter<'a> {
     /// walk that meets uncovered code attaches the tables again.
     pub(crate) fn mapping_unsettled(&self) {
         self.unsettled.add(1, Relaxed);
+        self.unsettled_tables.add(1, Relaxed);
     }
 
     /// [`mapping_unsettled`](Self::mapping_unsettled) for a new mapping
@@ -1079,8 +1117,14 @@ impl<'a> RegistryWriter<'a> {
     /// with (the frame-pointer rule for a library no table described, say),
     /// which would otherwise shadow the new mapping's code, never looked up
     /// again. (The other callers changed the registry, which emptied it.)
-    pub(crate) fn new_mapping_unsettled(&self) {
-        self.mapping_unsettled();
+    /// `tables`: a table may describe it once attached (see
+    /// [`unsettled_tables`](Self::unsettled_tables)).
+    pub(crate) fn new_mapping_unsettled(&self, tables: bool) {
+        if tables {
+            self.mapping_unsettled();
+        } else {
+            self.unsettled.add(1, Relaxed);
+        }
         self.invalidate(None);
     }
 }
@@ -1300,7 +1344,7 @@ mod tests {
         // The count wraps rather than overflow.
         mm.unsettled.store(u32::MAX, Relaxed);
         mm.mapping_unsettled();
-        assert_eq!(mm.unsettled(), 0);
+        assert_eq!(mm.unsettled().all, 0);
         // A child after fork starts where its parent is.
         let mut child = SframeMm::new()?;
         let mut child = child.exclusive();
@@ -1334,6 +1378,39 @@ mod tests {
         mm.set_files_attached(9, mm.unsettled());
         mm.copy_to(&mut other, |_| false)?;
         assert!(!other.files_attached(9));
+        Ok(())
+    }
+
+    #[test]
+    fn tables_pending_only_for_what_a_table_may_describe() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        // Never settled: whatever it maps may have a table.
+        assert!(mm.tables_pending());
+        mm.set_files_attached(3, mm.unsettled());
+        assert!(!mm.tables_pending());
+        // A file with no table and no section of its own: unsettled, but
+        // nothing a table describes is pending.
+        mm.new_mapping_unsettled(false);
+        assert!(!mm.files_attached(3) && !mm.tables_pending());
+        // One that may have its own section, or a table already.
+        mm.new_mapping_unsettled(true);
+        assert!(mm.tables_pending());
+        mm.set_files_attached(3, mm.unsettled());
+        assert!(mm.files_attached(3) && !mm.tables_pending());
+        // Any other change that unsettles: pending.
+        mm.mapping_unsettled();
+        assert!(mm.tables_pending());
+        // A child after fork starts where its parent is.
+        let mut child = SframeMm::new()?;
+        let mut child = child.exclusive();
+        mm.copy_to(&mut child, |_| true)?;
+        assert!(child.tables_pending());
+        mm.set_files_attached(3, mm.unsettled());
+        let mut child = SframeMm::new()?;
+        let mut child = child.exclusive();
+        mm.copy_to(&mut child, |_| true)?;
+        assert!(!child.tables_pending());
         Ok(())
     }
 

@@ -360,16 +360,32 @@ fn read_row(
     }
 }
 
-/// Ends a walk at NMI or IRQ time at a frame that a file's table, not yet
-/// attached to the address space, may describe: the walk is incomplete,
-/// and the deferred unwind it requests (`state->prefault`) attaches the
-/// table where it may sleep; counted as a walk ended at what it could not
-/// read. Returns the error that ends the walk.
-pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state) -> Error {
-    bump(&mut state.sframe_faults);
+/// Notes, at NMI or IRQ time, a frame that no registration covers in an
+/// address space whose files' tables are not all attached: the walk asks
+/// for a deferred unwind that attaches them where it may sleep
+/// (`state->prefault`), and is incomplete, so that a caller that defers
+/// user stacks (`perf record --call-graph fp,defer`) takes that unwind's
+/// stack instead. Returns whether the walk ends there (counted as a walk
+/// ended at what it could not read): where a table may
+/// describe the frame once attached (a mapping of a file with a section of
+/// its own is pending, or an agent attaches tables:
+/// [`SframeMm::tables_pending`], [`file_table::agent_tables`]), rather than
+/// guess its caller with the frame-pointer rule. Otherwise the frame is
+/// the frame-pointer rule's, as for code no table describes: a caller that
+/// takes this walk's stack (plain `perf record -g`, `bpf_get_stack()`)
+/// has nothing better coming, and a frame-pointer distribution's new
+/// process gets from its first sample the stacks mainline's walk gives.
+pub(crate) fn attach_pending(
+    mm: Option<&SframeMm>,
+    state: &mut bindings::unwind_user_state,
+) -> bool {
     state.prefault = true;
     state.incomplete = true;
-    EAGAIN
+    let ends = mm.is_none_or(SframeMm::tables_pending) || file_table::agent_tables();
+    if ends {
+        bump(&mut state.sframe_faults);
+    }
+    ends
 }
 
 /// Starts the walk of `state` with `mm`'s registry. A walk that finds the
@@ -588,20 +604,22 @@ fn lookup_step(
         // Unless every file mapped executable had its table attached, in
         // this generation of the tables, and none was mapped unsettled.
         if !mm.files_attached(files_gen) {
-            // At NMI or IRQ time the walk ends here rather than guess this
-            // frame's caller with the frame-pointer rule, and asks for a
-            // deferred unwind, which attaches them.
+            // At NMI or IRQ time, a deferred unwind attaches them.
             if state.nofault {
-                return Err(attach_pending(state));
-            }
-            let task = kernel::current!();
-            if let Some(current) = task.mm() {
-                match file_table::attach_mapped(current, mm, files_gen) {
-                    file_table::Attach::None => {}
-                    file_table::Attach::Attached => lookup = mm.lookup(pc),
-                    file_table::Attach::Later => {
-                        attach_later = true;
-                        lookup = mm.lookup(pc);
+                if attach_pending(Some(mm), state) {
+                    return Err(EAGAIN);
+                }
+                attach_later = true;
+            } else {
+                let task = kernel::current!();
+                if let Some(current) = task.mm() {
+                    match file_table::attach_mapped(current, mm, files_gen) {
+                        file_table::Attach::None => {}
+                        file_table::Attach::Attached => lookup = mm.lookup(pc),
+                        file_table::Attach::Later => {
+                            attach_later = true;
+                            lookup = mm.lookup(pc);
+                        }
                     }
                 }
             }

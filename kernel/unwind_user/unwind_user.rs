@@ -35,7 +35,7 @@
 
 use kernel::{
     bindings,
-    error::code::{ENOENT, ENOMEM},
+    error::code::{EAGAIN, ENOENT, ENOMEM},
     ffi::{c_int, c_long, c_uint, c_ulong},
     mm::{virt::VmaRef, MmWithUser},
     prelude::*,
@@ -96,9 +96,9 @@ pub unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c
 /// Prepares `state`, a walk of the current task, for SFrame steps: finds
 /// the registry of `mm` once for the walk. Any walk may meet code a file's
 /// table describes, so it always takes part: one that may sleep attaches
-/// the tables of the files it meets, one at NMI or IRQ time ends at code
-/// whose table is not attached yet and asks for a deferred unwind that
-/// attaches it (`step::attach_pending`).
+/// the tables of the files it meets; one at NMI or IRQ time asks for a
+/// deferred unwind that attaches them, and ends at code a table not
+/// attached yet may describe (`step::attach_pending`).
 ///
 /// # Safety
 ///
@@ -193,7 +193,8 @@ fn first_step(
     // A walk that may meet file tables, in an address space with no
     // registry yet: one that may sleep makes one for what it finds.
     if state.nofault {
-        return step::attach_pending(state).to_errno();
+        step::attach_pending(None, state);
+        return EAGAIN.to_errno();
     }
     if !walk_create_registry(state) {
         return ENOENT.to_errno();

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A frame-pointer distribution's program (built with frame pointers, no
+ * .sframe, as Fedora and Ubuntu build theirs), sampled the way plain
+ * `perf record -g` samples it: callchains taken at sample time, no
+ * deferred unwind to complete them. Its stacks must be at least as
+ * complete as mainline's frame-pointer walk gives them, from the first
+ * sample of a new process on: the SFrame unwinder may end a walk at
+ * sample time only where a deferred unwind is coming to do better.
+ *
+ * Each round copies this program to a new file (a memfd), so that no
+ * table of it exists yet (the kernel keeps one per file, once it has
+ * looked), execs the copy and has it sample itself spinning at the end of
+ * a chain of functions with frame pointers: its first sample comes before
+ * any deferred unwind could have attached anything. It counts the stacks
+ * whose first frame is in the chain that do not go on right up to main.
+ * Rounds run with the SFrame unwinder's sample-time walk (the default) and
+ * without it (unwind_user_nmi_sframe=0: mainline's frame-pointer walk),
+ * which is the bar.
+ *
+ * On a machine where an agent attached tables, the walk ends at code a
+ * table may soon describe instead: the test expects none.
+ *
+ * This file is built with frame pointers and without --gsframe (Makefile).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../kselftest_harness.h"
+#include "unwind_user_test.h"
+
+#define NMI_KNOB	"/sys/module/kernel/parameters/unwind_user_nmi_sframe"
+#define NOIPA		__attribute__((noipa))
+/* Samples of each new process: the first ones are the point. */
+#define FREQ		1000
+#define SPIN_SECONDS	0.2
+#define ROUNDS		3
+/* A round whose program got fewer stacks in the chain is run again. */
+#define MIN_IN_CHAIN	10
+#define MAX_TRIES	4
+
+/* No section of this program to register: it has none, by design. */
+bool unwind_test_no_self_register = true;
+
+static volatile unsigned long sink;
+
+static NOIPA void fp_leaf(double seconds)
+{
+	double end = now_seconds() + seconds;
+
+	do {
+		for (int i = 0; i < 100000; i++)
+			sink = sink * 6364136223846793005ul + 1;
+	} while (now_seconds() < end);
+}
+
+static NOIPA void fp_mid(double seconds)
+{
+	fp_leaf(seconds);
+	sink++;
+}
+
+static NOIPA void fp_top(double seconds)
+{
+	fp_mid(seconds);
+	sink++;
+}
+
+static NOIPA void fp_work(void *arg)
+{
+	fp_top(*(double *)arg);
+	sink++;
+}
+
+static const char *const chain[] = {
+	"fp_leaf", "fp_mid", "fp_top", "fp_work",
+	"sample_stacks", "sample_stacks_sync",
+};
+
+enum child_status {
+	CHILD_WHOLE = 0,	/* every stack in the chain went up to main */
+	CHILD_CUT = 1,		/* one did not */
+	CHILD_FEW = 2,		/* too few stacks in the chain: run again */
+	CHILD_ERROR = 3,	/* could not sample */
+	CHILD_HAS_SFRAME = 4,	/* built with a .sframe section after all */
+};
+
+/* The new program: samples itself, prints its counts (enum child_status). */
+static int child(void)
+{
+	struct stacks *st = malloc(sizeof(*st));
+	double seconds = SPIN_SECONDS;
+	unsigned int i, first = 0;
+	struct tally t;
+
+	if (!st || sym_init())
+		return CHILD_ERROR;
+	if (self_has_sframe_segment())
+		return CHILD_HAS_SFRAME;
+	if (sample_stacks_sync(fp_work, &seconds, FREQ, st))
+		return CHILD_ERROR;
+	t = chain_check(st, chain, ARRAY_SIZE(chain), "main", 3);
+	/* The first sample in the chain, which a new process gets first. */
+	for (i = 0; i < st->nr; i++) {
+		if (stack_matches(&st->s[i], chain, ARRAY_SIZE(chain)) != -1) {
+			first = st->s[i].nr;
+			break;
+		}
+	}
+	printf("#   %u samples, %d in the chain, %d whole, %d not; the first in the chain has %u frames\n",
+	       st->nr, t.in_chain, t.complete, t.in_chain - t.complete, first);
+	if (t.complete != t.in_chain)
+		return CHILD_CUT;
+	return t.in_chain < MIN_IN_CHAIN ? CHILD_FEW : CHILD_WHOLE;
+}
+
+/* A copy of this program in a new memfd, or -1. */
+static int new_copy(void)
+{
+	int in = open("/proc/self/exe", O_RDONLY), fd = -1;
+	struct stat sb;
+
+	if (in < 0)
+		return -1;
+	if (!fstat(in, &sb))
+		fd = memfd_create("sframe_fp_first_test", 0);
+	if (fd >= 0 && sendfile(fd, in, NULL, sb.st_size) != sb.st_size) {
+		close(fd);
+		fd = -1;
+	}
+	close(in);
+	return fd;
+}
+
+/* Runs one new copy: its enum child_status. */
+static int run_copy(void)
+{
+	char *argv[] = { "sframe_fp_first_test", "--child", NULL };
+	int fd = new_copy(), status;
+	pid_t pid;
+
+	if (fd < 0)
+		return CHILD_ERROR;
+	pid = fork();
+	if (!pid) {
+		fexecve(fd, argv, environ);
+		_exit(CHILD_ERROR);
+	}
+	close(fd);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return CHILD_ERROR;
+	return WEXITSTATUS(status);
+}
+
+FIXTURE(fp_first) {
+	bool knob_set;
+};
+
+FIXTURE_SETUP(fp_first)
+{
+	if (getuid())
+		SKIP(return, "needs root for %s", NMI_KNOB);
+	/* Without the knob (the SFrame unwinder off): mainline's walk only. */
+	if (access(NMI_KNOB, W_OK))
+		SKIP(return, "no %s", NMI_KNOB);
+}
+
+FIXTURE_TEARDOWN(fp_first)
+{
+	if (self->knob_set)
+		write_text(NMI_KNOB, "Y");
+}
+
+/*
+ * Runs ROUNDS new copies, with the SFrame unwinder's walk at sample time
+ * or without: how many had a stack cut short.
+ */
+static int rounds(struct __test_metadata *_metadata,
+		  FIXTURE_DATA(fp_first) *self, bool sframe_walk)
+{
+	int r, tries, cut = 0;
+
+	ASSERT_EQ(0, write_text(NMI_KNOB, sframe_walk ? "Y" : "N"));
+	self->knob_set = true;
+	for (r = 0; r < ROUNDS; r++) {
+		int status = CHILD_FEW;
+
+		for (tries = 0; status == CHILD_FEW && tries < MAX_TRIES; tries++)
+			status = run_copy();
+		if (status == CHILD_HAS_SFRAME)
+			SKIP(return 0, "this program has a .sframe section (the toolchain's default?)");
+		ASSERT_NE(CHILD_ERROR, status);
+		ASSERT_NE(CHILD_FEW, status);
+		cut += status == CHILD_CUT;
+	}
+	return cut;
+}
+
+/* Mainline's frame-pointer walk, the bar: every stack whole. */
+TEST_F(fp_first, frame_pointer_walk)
+{
+	EXPECT_EQ(0, rounds(_metadata, self, false));
+}
+
+/* The SFrame unwinder's walk, in a new process: no worse. */
+TEST_F(fp_first, sframe_walk_from_first_sample)
+{
+	EXPECT_EQ(0, rounds(_metadata, self, true));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		return child();
+	return test_harness_run(argc, argv);
+}
