@@ -78,7 +78,6 @@
 #include <limits.h>
 #include <link.h>
 #include <linux/capability.h>
-#include <linux/magic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +87,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1416,24 +1416,53 @@ enum fault_child_status {
 };
 
 /*
- * Is @path on a network file system? Failures injected into a task that
- * opens and releases files there can break the file system's client for
- * every task (9p: see sframe_fault_test's exec case), which is not the
- * unwinder's to test.
+ * The type of the file system @path is on (its mount's, by device
+ * number, from /proc/self/mountinfo) into @type, or "" if none matched.
+ * Not statfs(): 9p reports the server's file system type.
+ */
+static void fs_type_of(const char *path, char *type, size_t len)
+{
+	char line[1024], fstype[64], *dash;
+	unsigned int major, minor;
+	struct stat st;
+	FILE *f;
+
+	type[0] = 0;
+	if (stat(path, &st))
+		return;
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*u %*u %u:%u", &major, &minor) != 2 ||
+		    makedev(major, minor) != st.st_dev)
+			continue;
+		/* The last such mount is the one on top. */
+		if (sscanf(dash, " - %63s", fstype) == 1)
+			snprintf(type, len, "%s", fstype);
+	}
+	fclose(f);
+}
+
+/*
+ * Is @path on a network file system, or an overlay that may be over one?
+ * Failures injected into a task that opens and releases files there can
+ * break the file system's client for every task (9p: see
+ * sframe_fault_test's exec case), which is not the unwinder's to test.
  */
 static bool on_network_fs(const char *path)
 {
-	struct statfs sb;
+	static const char *const network[] = {
+		"9p", "nfs", "nfs4", "cifs", "smb3", "ceph", "virtiofs", "fuse", "overlay",
+	};
+	char type[64];
+	unsigned int i;
 
-	if (statfs(path, &sb))
-		return false;
-	switch ((unsigned long)sb.f_type) {
-	case V9FS_MAGIC:
-	case NFS_SUPER_MAGIC:
-	case FUSE_SUPER_MAGIC:
-	case SMB2_SUPER_MAGIC:
-	case CIFS_SUPER_MAGIC:
-		return true;
+	fs_type_of(path, type, sizeof(type));
+	for (i = 0; i < ARRAY_SIZE(network); i++) {
+		if (!strncmp(type, network[i], strlen(network[i])))
+			return true;
 	}
 	return false;
 }
