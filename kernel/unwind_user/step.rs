@@ -366,11 +366,11 @@ fn read_row(
 /// (`state->prefault`), and is incomplete, so that a caller that defers
 /// user stacks (`perf record --call-graph fp,defer`) takes that unwind's
 /// stack instead. Returns whether the walk ends there (counted as a walk
-/// ended at what it could not read): where a table may
-/// describe the frame once attached (a mapping of a file with a section of
-/// its own is pending, or an agent attaches tables:
-/// [`SframeMm::tables_pending`], [`file_table::agent_tables`]), rather than
-/// guess its caller with the frame-pointer rule. Otherwise the frame is
+/// ended at what it could not read): where a table may describe the frame
+/// once attached (a mapping of a file with a section of its own is
+/// pending, or an agent attaches tables: [`SframeMm::tables_pending`],
+/// [`file_table::agent_tables`]), rather than guess its caller with the
+/// frame-pointer rule. Otherwise the frame is
 /// the frame-pointer rule's, as for code no table describes: a caller that
 /// takes this walk's stack (plain `perf record -g`, `bpf_get_stack()`)
 /// has nothing better coming, and a frame-pointer distribution's new
