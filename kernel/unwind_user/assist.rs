@@ -12,8 +12,8 @@
 //! ever sent the signal.
 
 use crate::{
-    prctl::{eopnotsupp, read_versioned},
-    registry,
+    memory,
+    uapi::{eopnotsupp, read_versioned},
 };
 use kernel::{
     bindings,
@@ -131,7 +131,7 @@ pub(crate) fn submit(ptr: c_ulong, size: c_ulong) -> Result {
     }
     // The ABI's entries are `__u64`, read straight into the C side's array.
     const _: () = assert!(core::mem::size_of::<c_ulong>() == 8);
-    let mut frames = KVec::<c_ulong>::from_elem(0, nr as usize, registry::gfp())?;
+    let mut frames = KVec::<c_ulong>::from_elem(0, nr as usize, memory::gfp())?;
     let buf = frames.as_mut_slice().as_mut_bytes();
     let entries = usize::try_from(entries).map_err(|_| EFAULT)?;
     UserSlice::new(UserPtr::from_addr(entries), buf.len())

@@ -45,10 +45,12 @@
 //! a mapping of it.
 
 use crate::{
+    elf::{self, Segment},
+    memory::{self, gfp},
     mm::{self, FileMapping, LockedMm},
-    register,
-    registry::{gfp, Fdes, Section, SframeMm, MAX_SECTION_SIZE},
+    registry::{Fdes, RegistryWriter, Section, SframeMm, MAX_SECTION_SIZE},
     usual::TextCode,
+    validate, vdso,
 };
 use core::pin::Pin;
 use kernel::{
@@ -84,12 +86,6 @@ pub(crate) unsafe fn init() {
     unsafe { FILES.init() };
 }
 
-/// Bytes of kernel memory the file tables hold, those of [`FILES`] and
-/// those detached or replaced that an address space still uses.
-static TABLE_BYTES: Atomic<u64> = Atomic::new(0);
-/// The part of [`TABLE_BYTES`] that tables of files root does not own
-/// hold.
-static USER_BYTES: Atomic<u64> = Atomic::new(0);
 /// How many tables of files root does not own [`FILES`] holds.
 static NR_USER_TABLES: Atomic<u64> = Atomic::new(0);
 /// How many of the tables [`FILES`] holds describe their file: the count
@@ -100,65 +96,6 @@ static NR_HELD: Atomic<u64> = Atomic::new(0);
 /// How many of them an agent attached ([`agent_tables`]).
 static NR_AGENT: Atomic<u64> = Atomic::new(0);
 
-/// The budget of file tables, `kernel.unwind_user_file_bytes_max`.
-fn budget() -> u64 {
-    // SAFETY: A plain `unsigned long` the sysctl writes; a torn read is
-    // impossible for an aligned word.
-    unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_max) as u64 }
-}
-
-/// The part of it for files root does not own,
-/// `kernel.unwind_user_file_bytes_user_max`.
-fn user_budget() -> u64 {
-    // SAFETY: As in `budget()`.
-    unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_bytes_user_max) as u64 }
-}
-
-/// Counts `n` more bytes in `counter`; `ENOSPC` past `max`.
-fn charge_to(counter: &Atomic<u64>, n: usize, max: u64) -> Result {
-    let mut cur = counter.load(Relaxed);
-    loop {
-        let new = within(cur, n, max).ok_or(ENOSPC)?;
-        match counter.cmpxchg(cur, new, Relaxed) {
-            Ok(_) => return Ok(()),
-            Err(now) => cur = now,
-        }
-    }
-}
-
-/// Counts `n` more bytes of file tables, of a file root does not own if
-/// `user`; `ENOSPC` past the budget, or past the part of it for such
-/// files.
-pub(crate) fn charge(n: usize, user: bool) -> Result {
-    if user {
-        charge_to(&USER_BYTES, n, user_budget())?;
-    }
-    charge_to(&TABLE_BYTES, n, budget()).inspect_err(|_| {
-        if user {
-            USER_BYTES.fetch_sub(n as u64, Relaxed);
-        }
-    })
-}
-
-/// Gives back `n` bytes [`charge`] counted. Lock-free, in any context.
-pub(crate) fn uncharge(n: usize, user: bool) {
-    TABLE_BYTES.fetch_sub(n as u64, Relaxed);
-    if user {
-        USER_BYTES.fetch_sub(n as u64, Relaxed);
-    }
-}
-
-/// Would `n` more bytes of a file's table (of a file root does not own if
-/// `user`) fit the budget now?
-fn room_for(n: usize, user: bool) -> bool {
-    let fits = |c: &Atomic<u64>, max| within(c.load(Relaxed), n, max).is_some();
-    fits(&TABLE_BYTES, budget()) && (!user || fits(&USER_BYTES, user_budget()))
-}
-
-/// `cur` bytes and `n` more, if that is at most `max`.
-fn within(cur: u64, n: usize, max: u64) -> Option<u64> {
-    cur.checked_add(n as u64).filter(|&t| t <= max)
-}
 /// Advanced when a file's table is replaced or detached: a registry whose
 /// rule cache was filled before may have cached the file's PCs as no
 /// section's, or attached the old table. (Not when a file gets its first
@@ -174,26 +111,7 @@ pub(crate) fn gen() -> u64 {
 /// The number of files described by a table, and the kernel memory the
 /// tables take.
 pub(crate) fn usage() -> (u64, u64) {
-    (NR_DESCRIBED.load(Relaxed), TABLE_BYTES.load(Relaxed))
-}
-
-/// A segment of an ELF file: where it is, in the file and at link time.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Segment {
-    pub(crate) vaddr: u64,
-    pub(crate) offset: u64,
-    pub(crate) size: u64,
-}
-
-/// The executable segment of an ELF file: where its text is.
-pub(crate) type TextSegment = Segment;
-
-/// What the program headers of an ELF file say the unwinder needs.
-pub(crate) struct ElfLayout {
-    /// Its one executable `PT_LOAD` segment.
-    pub(crate) text: TextSegment,
-    /// Its `PT_GNU_SFRAME` segment, if it has one.
-    pub(crate) sframe: Option<Segment>,
+    (NR_DESCRIBED.load(Relaxed), memory::bytes())
 }
 
 /// What identifies the contents of a file: its size, mtime and ctime.
@@ -251,7 +169,7 @@ unsafe fn unlinked(inode: *const bindings::inode) -> bool {
 
 /// What a file's table says of its section, when the kernel can use it.
 struct Described {
-    text: TextSegment,
+    text: Segment,
     /// The link-time address the section's own addresses are relative to.
     sframe_addr: u64,
     sframe_len: u32,
@@ -320,44 +238,19 @@ impl FileTable {
     /// Is it a table that did not fit the budget, which now has room for
     /// it? Then it is built again.
     fn retry(&self) -> bool {
-        self.over_budget != 0 && room_for(self.over_budget, self.user)
+        self.over_budget != 0 && memory::room_for(self.over_budget, self.user)
     }
 
     /// The registration of this table for `m`, a mapping of its file, and
     /// the table it shares; `None` if it describes nothing there.
     fn section_in(&self, m: &FileMapping) -> Option<(Section, &Arc<Fdes>)> {
         let d = self.described.as_ref()?;
+        let text = d.text.placed(m.start, m.end, m.offset)?;
         Some((
-            section_in(&d.text, d.sframe_addr, d.sframe_len, m)?,
+            Section::resident(&text, d.sframe_addr, d.sframe_len)?,
             &d.fdes,
         ))
     }
-}
-
-/// The registration of a file's section (`sframe_len` bytes, relative to
-/// `sframe_addr` at link time) for `m`, a mapping of the file, if `m` maps
-/// all of its `text`.
-pub(crate) fn section_in(
-    text: &TextSegment,
-    sframe_addr: u64,
-    sframe_len: u32,
-    m: &FileMapping,
-) -> Option<Section> {
-    let into = text.offset.checked_sub(m.offset)?;
-    let start = (m.start as u64).checked_add(into)?;
-    let end = start.checked_add(text.size)?;
-    if end > m.end as u64 {
-        return None;
-    }
-    let bias = start.wrapping_sub(text.vaddr);
-    Some(Section {
-        text_start: usize::try_from(start).ok()?,
-        text_end: usize::try_from(end).ok()?,
-        sframe_start: 0,
-        sframe_addr: usize::try_from(sframe_addr.wrapping_add(bias)).ok()?,
-        sframe_len,
-        resident: true,
-    })
 }
 
 /// Reads `buf.len()` bytes of `file` at `pos`; `ENOEXEC` if it has fewer,
@@ -381,90 +274,10 @@ fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
     }
 }
 
-fn le<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
-    b.get(off..off.checked_add(N)?)?.try_into().ok()
-}
-
-fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    le(b, off).map(u16::from_le_bytes)
-}
-
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    le(b, off).map(u32::from_le_bytes)
-}
-
-fn u64_at(b: &[u8], off: usize) -> Option<u64> {
-    le(b, off).map(u64::from_le_bytes)
-}
-
 /// The one executable `PT_LOAD` segment of `file`, an x86-64 ELF64
 /// executable or shared object; `ENOEXEC` for anything else.
-fn text_segment(file: &LocalFile) -> Result<TextSegment> {
-    elf_layout(|buf, pos| read_at(file, buf, pos)).map(|l| l.text)
-}
-
-/// The layout of an x86-64 ELF64 executable or shared object whose bytes
-/// `read(buf, pos)` reads; `ENOEXEC` for anything else, or for one whose
-/// executable code is not one `PT_LOAD` segment.
-pub(crate) fn elf_layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfLayout> {
-    const EHDR: usize = 64;
-    const PHDR: usize = 56;
-    const MAX_PHDRS: u64 = 128;
-    const PT_GNU_SFRAME: u32 = 0x6474_e554;
-    let mut ehdr = [0u8; EHDR];
-    read(&mut ehdr, 0)?;
-    let ident_ok = ehdr.get(..6) == Some(b"\x7fELF\x02\x01".as_slice());
-    let e_type = u16_at(&ehdr, 16).ok_or(ENOEXEC)?;
-    let machine = u16_at(&ehdr, 18).ok_or(ENOEXEC)?;
-    let phoff = u64_at(&ehdr, 32).ok_or(ENOEXEC)?;
-    let phentsize = u16_at(&ehdr, 54).ok_or(ENOEXEC)?;
-    let phnum = u64::from(u16_at(&ehdr, 56).ok_or(ENOEXEC)?);
-    if !ident_ok
-        || !(e_type == bindings::ET_EXEC as u16 || e_type == bindings::ET_DYN as u16)
-        || machine != bindings::EM_X86_64 as u16
-        || usize::from(phentsize) != PHDR
-        || phnum == 0
-        || phnum > MAX_PHDRS
-    {
-        return Err(ENOEXEC);
-    }
-    let page = kernel::page::PAGE_SIZE as u64;
-    let segment = |ph: &[u8]| -> Result<Segment> {
-        let seg = Segment {
-            offset: u64_at(ph, 8).ok_or(ENOEXEC)?,
-            vaddr: u64_at(ph, 16).ok_or(ENOEXEC)?,
-            size: u64_at(ph, 32).ok_or(ENOEXEC)?,
-        };
-        if seg.vaddr.checked_add(seg.size).is_none() || seg.offset.checked_add(seg.size).is_none() {
-            return Err(ENOEXEC);
-        }
-        Ok(seg)
-    };
-    let (mut text, mut sframe) = (None, None);
-    // All of them in one read: at most 7 KiB.
-    let mut phdrs = KVec::from_elem(0u8, phnum as usize * PHDR, GFP_KERNEL)?;
-    read(&mut phdrs, phoff)?;
-    for ph in phdrs.chunks_exact(PHDR) {
-        let (Some(p_type), Some(p_flags)) = (u32_at(ph, 0), u32_at(ph, 4)) else {
-            return Err(ENOEXEC);
-        };
-        if p_type == PT_GNU_SFRAME {
-            sframe = Some(segment(ph)?);
-            continue;
-        }
-        if p_type != bindings::PT_LOAD || p_flags & bindings::PF_X == 0 {
-            continue;
-        }
-        let seg = segment(ph)?;
-        if text.is_some() || seg.size == 0 || seg.offset % page != seg.vaddr % page {
-            return Err(ENOEXEC);
-        }
-        text = Some(seg);
-    }
-    Ok(ElfLayout {
-        text: text.ok_or(ENOEXEC)?,
-        sframe,
-    })
+fn text_segment(file: &LocalFile) -> Result<Segment> {
+    elf::layout(|buf, pos| read_at(file, buf, pos)).map(|l| l.text)
 }
 
 /// May the caller attach and detach tables: `CAP_PERFMON` or
@@ -518,7 +331,7 @@ enum Built {
 /// file root does not own.
 fn describe(
     file: &LocalFile,
-    text: TextSegment,
+    text: Segment,
     sframe_addr: u64,
     bytes: KVVec<u8>,
     user: bool,
@@ -533,8 +346,8 @@ fn describe(
     };
     // Refused before it is built if what its header counts cannot fit: a
     // file's section asks for up to 64 MiB of FDEs and rows.
-    let least = register::resident_bytes(&s, &bytes);
-    if least != 0 && !room_for(least, user) {
+    let least = validate::resident_bytes(&s, &bytes);
+    if least != 0 && !memory::room_for(least, user) {
         return Ok(Built::OverBudget(least));
     }
     let code = &mut TextCode {
@@ -543,7 +356,7 @@ fn describe(
             read_at(file, buf, text.offset.checked_add(off).ok_or(ENOEXEC)?)
         },
     };
-    let fdes = register::validate_resident(&s, bytes, code)?;
+    let fdes = validate::validate_resident(&s, bytes, code)?;
     let n = fdes.bytes();
     let Ok(fdes) = fdes.charge_files(user) else {
         return Ok(Built::OverBudget(n));
@@ -709,7 +522,7 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
     // SAFETY: `file` keeps its inode live.
     let user = unsafe { bindings::unwind_user_inode_users(inode) };
     build_table(inode, false, None, user, || {
-        let layout = match elf_layout(|buf, pos| read_at(file, buf, pos)) {
+        let layout = match elf::layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
             Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
             Err(e) => return Err(e),
@@ -1043,7 +856,7 @@ fn attach_tables(
             let Some((_, fdes)) = c.table.section_in(&c.mapping) else {
                 continue;
             };
-            match l.registry_or_create()?.add(c.section, fdes.clone()) {
+            match vdso::registry_or_create(l)?.add(c.section, fdes.clone()) {
                 Ok(()) => added = true,
                 // Another registration there, or the address space's
                 // limits.
@@ -1182,10 +995,10 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
     let files_gen = gen();
     let table = find(m.inode);
     let fit = table.as_ref().and_then(|t| t.section_in(&m));
-    let mut r = match mm.registry() {
+    let mut r = match RegistryWriter::of(mm) {
         Some(r) => r,
         None if fit.is_some() || in_exec || table.is_none() => {
-            let Ok(r) = mm.registry_or_create() else {
+            let Ok(r) = vdso::registry_or_create(mm) else {
                 // No registry: a walk that meets uncovered code creates it
                 // and attaches.
                 return;
@@ -1236,7 +1049,7 @@ fn may_have_own_section(file: *mut bindings::file) -> bool {
             Err(EAGAIN)
         }
     };
-    match elf_layout(peek) {
+    match elf::layout(peek) {
         Ok(layout) => layout.sframe.is_some(),
         Err(e) => e != ENOEXEC,
     }
@@ -1247,54 +1060,12 @@ fn may_have_own_section(file: *mut bindings::file) -> bool {
 /// Never in line (see [`attach_mapped`]).
 #[inline(never)]
 pub(crate) fn registry_for_walk(mm: &MmWithUser) -> Result {
-    mm::with_locked(mm, |l| l.registry_or_create().map(|_| ()))
+    mm::with_locked(mm, |l| vdso::registry_or_create(l).map(|_| ()))
 }
 
 #[kunit_tests(unwind_user_file_table)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn elf_fields() {
-        let b = [1u8, 0, 2, 0, 0, 0, 0, 0, 3];
-        assert_eq!(u16_at(&b, 0), Some(1));
-        assert_eq!(u32_at(&b, 2), Some(2));
-        assert_eq!(u64_at(&b, 1), Some(0x0300_0000_0000_0200));
-        // Past the end, or an offset that wraps: no value, no panic.
-        assert_eq!(u64_at(&b, 2), None);
-        assert_eq!(u16_at(&b, usize::MAX), None);
-    }
-
-    #[test]
-    fn text_at_its_bias() {
-        let m = FileMapping {
-            start: 0x7f00_0000_1000,
-            end: 0x7f00_0000_9000,
-            offset: 0x1000,
-            inode: core::ptr::null(),
-            users: false,
-        };
-        let text = TextSegment {
-            vaddr: 0x21000,
-            offset: 0x1000,
-            size: 0x7000,
-        };
-        let section = |text| section_in(&text, 0, 64, &m);
-        let s = section(text);
-        assert_eq!(
-            s.map(|s| (s.text_start, s.text_end)),
-            Some((0x7f00_0000_1000, 0x7f00_0000_8000))
-        );
-        // Addresses relative to 0 at link time: the load bias.
-        assert_eq!(s.map(|s| s.sframe_addr), Some(0x7f00_0000_1000 - 0x21000));
-        // Text past the mapping's end, or before its start: not described.
-        assert!(section(TextSegment {
-            size: 0x9000,
-            ..text
-        })
-        .is_none());
-        assert!(section(TextSegment { offset: 0, ..text }).is_none());
-    }
 
     #[test]
     fn a_table_over_budget_keeps_the_larger_need() -> Result {

@@ -12,7 +12,6 @@
 //! `vms_complete_munmap_vmas()`), which says so once, at the boundary,
 //! with [`LockedMm::assume_locked`].
 
-use crate::registry::{RegistryWriter, SframeMm};
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{
     bindings,
@@ -56,42 +55,11 @@ impl<'a> LockedMm<'a> {
         self.mm.as_ptr()
     }
 
-    /// The registry of this address space, if it has one, for writing.
-    pub(crate) fn registry(&self) -> Option<RegistryWriter<'_>> {
-        // SAFETY: `mm` is live and has users (type invariant).
-        let mm = unsafe { MmWithUser::from_raw(self.mm.as_ptr()) };
-        // SAFETY: We hold the mmap write lock of the mm the registry belongs
-        // to (type invariant) while `self` lives, so for the borrow.
-        SframeMm::of(mm).map(|r| unsafe { RegistryWriter::new(r) })
-    }
-
-    /// The registry of this address space, created if needed.
-    pub(crate) fn registry_or_create(&self) -> Result<RegistryWriter<'_>> {
-        self.registry_or_create_with(true)
-    }
-
-    /// The registry of a new address space that fork fills with a copy of
-    /// its parent's registrations, the vDSO's among them.
-    pub(crate) fn registry_for_copy(&self) -> Result<RegistryWriter<'_>> {
-        self.registry_or_create_with(false)
-    }
-
-    /// The registry of this address space, created if needed, with the
-    /// vDSO registered in a new one if `vdso`.
-    fn registry_or_create_with(&self, vdso: bool) -> Result<RegistryWriter<'_>> {
-        if let Some(r) = self.registry() {
-            return Ok(r);
-        }
-        let new = SframeMm::new()?;
-        // SAFETY: `mm` is live (type invariant); writers are serialised by
-        // the mmap write lock we hold, so the registry is still unset.
-        let r = unsafe { SframeMm::install(self.mm.as_ptr(), new) };
-        // Every registry describes the vDSO.
-        if vdso {
-            crate::vdso::register(self);
-        }
-        // SAFETY: As in `registry()`.
-        Ok(unsafe { RegistryWriter::new(r) })
+    /// The address space.
+    pub(crate) fn mm(&self) -> &MmWithUser {
+        // SAFETY: `mm` is live and has users for `'a` (type invariant),
+        // which outlives the borrow of `self`.
+        unsafe { MmWithUser::from_raw(self.mm.as_ptr()) }
     }
 
     /// The VMA containing `addr`, if any.

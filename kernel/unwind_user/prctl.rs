@@ -1,124 +1,80 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `prctl(PR_UNWIND_USER, op, ...)`: the operations and structs of
-//! `include/uapi/linux/unwind_user.h`, read and written through their
-//! bindgen'ed definitions.
+//! `prctl(PR_UNWIND_USER, op, ...)`: the operations of
+//! `include/uapi/linux/unwind_user.h`. Registering a section validates it
+//! in full, once, before taking the mmap lock, and adds it to the address
+//! space's registry.
 
 use crate::{
-    assist, file_table, mm, register,
-    registry::{Section, SframeMm, MAX_SECTION_SIZE},
+    assist, file_table, memory, mm,
+    registry::{RegistryWriter, Section, SframeMm, MAX_SECTION_SIZE},
+    uapi::{eopnotsupp, read_versioned, write_versioned},
+    usermem::{UserMem, UserReader},
+    validate::{self, refuse},
+    vdso,
 };
 use kernel::{
+    alloc::KVec,
     bindings,
-    error::code::{E2BIG, EBADF, EINVAL, ENOENT},
-    ffi::{c_int, c_ulong},
+    error::code::{E2BIG, EBADF, EFAULT, EINTR, EINVAL, ENOENT},
+    ffi::c_ulong,
+    mm::virt::flags::{EXEC, READ},
     prelude::*,
     sync::atomic::Relaxed,
-    transmute::{AsBytes, FromBytes},
-    uaccess::{UserPtr, UserSlice},
 };
-
-/// `EOPNOTSUPP`, which `kernel::error::code` does not have.
-pub(crate) fn eopnotsupp() -> Error {
-    Error::from_errno(-(bindings::EOPNOTSUPP as c_int))
-}
-
-/// A struct of the uapi header, read and written as bytes.
-///
-/// # Invariants
-///
-/// `T` is one of the structs of [`uapi_structs!`], whose fields are all
-/// integers and take all of its bytes (checked at build time): every bit
-/// pattern is a value, and no byte is padding.
-#[repr(transparent)]
-pub(crate) struct Uapi<T>(T);
-
-/// Makes `Uapi<T>` readable from and writable to user memory for each
-/// struct `T`, given with all its fields (a field added to the header
-/// without being named here fails to build) and its size in the header.
-macro_rules! uapi_structs {
-    ($($t:ident { $($f:ident),* } = $size:ident;)*) => {$(
-        const _: () = {
-            let v = bindings::$t { $($f: 0),* };
-            // The fields take all of the struct's bytes: no padding.
-            assert!(size_of::<bindings::$t>() == 0 $(+ size_of_val(&v.$f))*);
-            assert!(size_of::<bindings::$t>() == bindings::$size as usize);
-        };
-        // SAFETY: Integer fields only, and no padding (checked above).
-        unsafe impl FromBytes for Uapi<bindings::$t> {}
-        // SAFETY: As above.
-        unsafe impl AsBytes for Uapi<bindings::$t> {}
-    )*};
-}
-
-uapi_structs! {
-    unwind_user_sframe {
-        text_start, text_size, sframe_start, sframe_size, flags, sframe_addr
-    } = UNWIND_USER_SFRAME_SIZE_VER1;
-    unwind_user_info {
-        nr_sections, unwinds, sframe_frames, fp_fallbacks, errors, dropped,
-        nofault_frames, nofault_faults, cached_frames, section_reads, section_bytes,
-        file_tables, file_bytes
-    } = UNWIND_USER_INFO_SIZE_VER3;
-    unwind_user_file {
-        fd, flags, sframe_ptr, sframe_size, sframe_addr
-    } = UNWIND_USER_FILE_SIZE_VER0;
-    unwind_user_assist { signo, max_entries, timeout_ms, flags } = UNWIND_USER_ASSIST_SIZE_VER0;
-    unwind_user_assist_frames { cookie, entries, nr, flags } = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0;
-}
-
-/// Reads a size-versioned struct from `ptr`, `size` bytes long, as
-/// `copy_struct_from_user()` does for clone3() and openat2(): the fields
-/// this kernel knows, zero past `size` (an older caller's struct); shorter
-/// than `min` (the first version) is `EINVAL`; larger than a page, or a
-/// non-zero byte past the known fields (a newer ABI this kernel does not
-/// know), is `E2BIG`.
-pub(crate) fn read_versioned<T: Default>(ptr: c_ulong, size: c_ulong, min: usize) -> Result<T>
-where
-    Uapi<T>: FromBytes + AsBytes,
-{
-    if size < min {
-        return Err(EINVAL);
-    }
-    if size > kernel::page::PAGE_SIZE {
-        return Err(E2BIG);
-    }
-    let mut r = UserSlice::new(UserPtr::from_addr(ptr), size).reader();
-    let mut v = Uapi(T::default());
-    let known = v.as_bytes_mut();
-    let n = size.min(known.len());
-    r.read_slice(known.get_mut(..n).ok_or(EINVAL)?)?;
-    let mut tail = [0u8; 64];
-    while !r.is_empty() {
-        let n = r.len().min(tail.len());
-        let chunk = tail.get_mut(..n).ok_or(EINVAL)?;
-        r.read_slice(chunk)?;
-        if chunk.iter().any(|&b| b != 0) {
-            return Err(E2BIG);
-        }
-    }
-    Ok(v.0)
-}
-
-/// Writes `v` to `ptr`, at most `size` bytes of it (an older caller's
-/// struct is shorter).
-fn write_versioned<T>(ptr: c_ulong, size: c_ulong, v: T) -> Result
-where
-    Uapi<T>: AsBytes,
-{
-    let v = Uapi(v);
-    let bytes = v.as_bytes();
-    let n = size.min(bytes.len());
-    UserSlice::new(UserPtr::from_addr(ptr), n)
-        .writer()
-        .write_slice(bytes.get(..n).ok_or(EINVAL)?)
-}
 
 const SFRAME_SIZE_VER0: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER0 as usize;
 const SFRAME_SIZE_VER1: usize = bindings::UNWIND_USER_SFRAME_SIZE_VER1 as usize;
 const INFO_SIZE_VER0: usize = bindings::UNWIND_USER_INFO_SIZE_VER0 as usize;
 const FILE_SIZE_VER0: usize = bindings::UNWIND_USER_FILE_SIZE_VER0 as usize;
 const F_ADDR: u64 = bindings::UNWIND_USER_SFRAME_F_ADDR as u64;
+
+/// Bytes of section [`add`] reads at a time, in two blocks.
+const VALIDATION_BLOCKS: usize = 8192;
+
+/// Validates `s` and registers it for the current task's address space.
+fn add(s: Section) -> Result {
+    // The step unwinds 64-bit code only (8-byte words, the 64-bit ucontext).
+    // SAFETY: Reads the current task's syscall state; no preconditions.
+    if unsafe { bindings::in_compat_syscall() } {
+        return Err(eopnotsupp());
+    }
+    if s.text_start >= s.text_end || s.sframe_len == 0 {
+        return Err(refuse("empty range", &s, EINVAL));
+    }
+    if s.sframe_start.checked_add(s.sframe_len as usize).is_none() {
+        return Err(refuse("section wraps", &s, EINVAL));
+    }
+
+    // Validate once, in full, before taking the mmap lock: the reads may
+    // fault, and the fault handler needs that lock. A fatal signal stops a
+    // long validation (up to 64 MiB).
+    let mut reader = UserReader::new(&s, UserMem::Faultable, u32::MAX);
+    // In blocks: validation reads every field of the section, several user
+    // copies a function otherwise.
+    let mut blocks = KVec::from_elem(0u8, VALIDATION_BLOCKS, memory::gfp())?;
+    let fdes = validate::validate(
+        &s,
+        sframe::Blocks::new(&mut reader, &mut blocks, s.sframe_len),
+    )
+    .map_err(|e| if reader.killed { EINTR } else { e })?
+    .shared()?;
+
+    mm::with_current(|mm| {
+        mm::with_locked(mm, |mm| {
+            let sframe_end = s.sframe_start + s.sframe_len as usize;
+            if !mm.in_one_vma(s.text_start, s.text_end, EXEC) {
+                return Err(refuse("text is not in one executable mapping", &s, EINVAL));
+            }
+            if !mm.in_one_vma(s.sframe_start, sframe_end, READ) {
+                return Err(refuse("section is not in one readable mapping", &s, EFAULT));
+            }
+            vdso::registry_or_create(mm)?
+                .add(s, fdes)
+                .map_err(|e| refuse("limit or overlap", &s, e))
+        })
+    })
+}
 
 /// `UNWIND_USER_SFRAME_REGISTER`.
 fn register(ptr: c_ulong, size: c_ulong) -> Result {
@@ -141,7 +97,7 @@ fn register(ptr: c_ulong, size: c_ulong) -> Result {
     if u.sframe_size > MAX_SECTION_SIZE as u64 {
         return Err(E2BIG);
     }
-    register::add(Section {
+    add(Section {
         text_start: usize::try_from(u.text_start).map_err(|_| EINVAL)?,
         text_end: usize::try_from(text_end).map_err(|_| EINVAL)?,
         sframe_start: usize::try_from(u.sframe_start).map_err(|_| EINVAL)?,
@@ -153,7 +109,11 @@ fn register(ptr: c_ulong, size: c_ulong) -> Result {
 
 /// `UNWIND_USER_SFRAME_UNREGISTER`.
 fn unregister(text_start: c_ulong) -> Result {
-    mm::with_current(|mm| mm::with_locked(mm, |mm| mm.registry().ok_or(ENOENT)?.remove(text_start)))
+    mm::with_current(|mm| {
+        mm::with_locked(mm, |mm| {
+            RegistryWriter::of(mm).ok_or(ENOENT)?.remove(text_start)
+        })
+    })
 }
 
 /// `UNWIND_USER_QUERY`.

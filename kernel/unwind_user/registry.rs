@@ -20,15 +20,16 @@
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
 use crate::{
-    rule_cache::{read_once, write_once, Cached, CachedRule, RuleCache},
+    elf::Placed,
+    memory::{gfp, Charge},
+    mm::LockedMm,
+    rule_cache::{Cached, CachedRule, RuleCache},
     usual::{TextCode, UsualRows},
+    word::{read_once, write_once},
 };
 use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::{
-    alloc::{
-        flags::{__GFP_NOWARN, __GFP_RETRY_MAYFAIL, GFP_KERNEL_ACCOUNT},
-        Flags, KBox, KVVec,
-    },
+    alloc::{KBox, KVVec},
     bindings,
     error::code::{EEXIST, ENOENT, ENOSPC},
     mm::MmWithUser,
@@ -51,15 +52,6 @@ pub(crate) const MAX_SECTION_SIZE: usize = 64 << 20;
 /// [`FRE_MARK_EVERY`] rows), so about 800Ki functions. Everything the registry
 /// allocates is charged to the memory cgroup of the task that registers.
 pub(crate) const MAX_FDE_BYTES: usize = 16 << 20;
-
-/// How the registry allocates: charged to the memory cgroup of the task
-/// that registers (or forks), and failing with `ENOMEM` rather than
-/// invoking the OOM killer when that cgroup is at its limit. Quietly: a
-/// process can make these fail at will, and `ENOMEM` is its answer, not a
-/// warning with a stack trace in the kernel log.
-pub(crate) fn gfp() -> Flags {
-    GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN
-}
 
 /// One registered section: the text it describes and where it lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +84,20 @@ impl Section {
 
     fn overlaps(&self, start: usize, end: usize) -> bool {
         self.text_start < end && start < self.text_end
+    }
+
+    /// The registration of a section in kernel memory (a file's table, the
+    /// vDSO's), `sframe_len` bytes relative to `sframe_addr` at link time,
+    /// for its text placed at `text`.
+    pub(crate) fn resident(text: &Placed, sframe_addr: u64, sframe_len: u32) -> Option<Section> {
+        Some(Section {
+            text_start: text.start,
+            text_end: text.end,
+            sframe_start: 0,
+            sframe_addr: usize::try_from(sframe_addr.wrapping_add(text.bias)).ok()?,
+            sframe_len,
+            resident: true,
+        })
     }
 
     /// Does unmapping `[start, end)` take away the text or the section?
@@ -142,21 +148,12 @@ pub(crate) struct Fdes {
     /// Its usual rows again, flattened for the cold step; empty for a
     /// registration.
     usual: UsualRows,
-    /// Bytes counted against the machine's budget of file tables while the
-    /// table lives, wherever it is shared.
-    charged: usize,
-    /// They count against the part of it for files root does not own too.
-    charged_user: bool,
-}
-
-impl Drop for Fdes {
-    /// Gives a file's table's bytes back to the budget: in any context
-    /// (the last registration may go in an RCU callback).
-    fn drop(&mut self) {
-        if self.charged != 0 {
-            crate::file_table::uncharge(self.charged, self.charged_user);
-        }
-    }
+    /// A file's table's bytes, counted against the machine's budget of
+    /// file tables while the table lives, wherever it is shared.
+    charge: Option<Charge>,
+    /// The table of the kernel's own code (the vDSO's), registered in every
+    /// registry: not counted as the process's.
+    kernel_code: bool,
 }
 
 impl Fdes {
@@ -176,8 +173,8 @@ impl Fdes {
             row_first: KVVec::new(),
             section: None,
             usual: UsualRows::new(),
-            charged: 0,
-            charged_user: false,
+            charge: None,
+            kernel_code: false,
         }
     }
 
@@ -215,11 +212,14 @@ impl Fdes {
     /// tables until it is freed, and against the part of it for files root
     /// does not own if `user`; `ENOSPC` past either.
     pub(crate) fn charge_files(mut self, user: bool) -> Result<Fdes> {
-        let n = self.bytes();
-        crate::file_table::charge(n, user)?;
-        self.charged = n;
-        self.charged_user = user;
+        self.charge = Some(Charge::new(self.bytes(), user)?);
         Ok(self)
+    }
+
+    /// The table, of the kernel's own code.
+    pub(crate) fn kernel_code(mut self) -> Fdes {
+        self.kernel_code = true;
+        self
     }
 
     /// The table, to be shared by registrations.
@@ -761,7 +761,7 @@ impl SframeMm {
     pub(crate) fn len(&self) -> usize {
         let guard = rcu::read_lock();
         self.table(&guard)
-            .map(|t| t.live().filter(|e| !crate::vdso::is(&e.fdes)).count())
+            .map(|t| t.live().filter(|e| !e.fdes.kernel_code).count())
             .unwrap_or(0)
     }
 
@@ -968,12 +968,26 @@ impl SframeMm {
 pub(crate) struct RegistryWriter<'a>(&'a SframeMm);
 
 impl<'a> RegistryWriter<'a> {
-    /// # Safety
-    ///
-    /// The caller holds the mmap write lock of the mm `registry` belongs
-    /// to, for `'a`.
-    pub(crate) unsafe fn new(registry: &'a SframeMm) -> Self {
-        RegistryWriter(registry)
+    /// The registry of `mm`, if it has one, for writing.
+    pub(crate) fn of(mm: &'a LockedMm<'_>) -> Option<Self> {
+        // INVARIANT: `mm`'s mmap write lock is held while it is borrowed
+        // (`LockedMm`'s invariant), so for `'a`.
+        SframeMm::of(mm.mm()).map(RegistryWriter)
+    }
+
+    /// The registry of `mm`, created if it has none (then empty: see
+    /// [`crate::vdso::registry_or_create`]); and whether it was.
+    pub(crate) fn of_or_new(mm: &'a LockedMm<'_>) -> Result<(Self, bool)> {
+        if let Some(r) = Self::of(mm) {
+            return Ok((r, false));
+        }
+        let new = SframeMm::new()?;
+        // SAFETY: `mm` is live (`LockedMm`'s invariant); writers are
+        // serialised by the mmap write lock it proves held, so the registry
+        // is still unset.
+        let r = unsafe { SframeMm::install(mm.as_ptr(), new) };
+        // INVARIANT: As in `of()`.
+        Ok((RegistryWriter(r), true))
     }
 
     /// The current table.
@@ -1002,7 +1016,7 @@ impl<'a> RegistryWriter<'a> {
         let bytes = live()
             .map(|e| own(&e.section, &e.fdes))
             .fold(own(&s, &fdes), usize::saturating_add);
-        let counted = live().filter(|e| !crate::vdso::is(&e.fdes)).count();
+        let counted = live().filter(|e| !e.fdes.kernel_code).count();
         if counted >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
             return Err(ENOSPC);
         }
@@ -1715,7 +1729,7 @@ mod tests {
 
     #[test]
     fn a_trampoline_where_no_row_is_left_to_the_full_lookup() -> Result {
-        use crate::step::RT_SIGRETURN;
+        use crate::sigframe::RT_SIGRETURN;
         let test_rows = test_rows();
         let entry = &test_rows[0];
         // Two functions; no row describes the text before, between and

@@ -10,6 +10,7 @@ use crate::{
     file_table,
     registry::{Counters, Found, KnownRow, NoPreempt, SframeMm},
     rule_cache::{Cached, CachedRule},
+    sigframe::{self, RT_SIGRETURN},
     usermem::{UserMem, UserReader},
 };
 use kernel::{
@@ -193,10 +194,6 @@ enum Step {
     Signal,
 }
 
-/// x86-64 `rt_sigreturn` trampoline, `mov $15,%rax; syscall`: glibc's and
-/// musl's `__restore_rt`, where a signal handler returns to.
-pub(crate) const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
-
 /// Is `state->ip` the signal trampoline? Only asked for IPs no row
 /// describes: a return address into `__restore_rt` is its first byte.
 /// Code that cannot be read in task context (execute-only, or the end of a
@@ -214,31 +211,6 @@ fn at_sigreturn(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result
             Err(e)
         }
     }
-}
-
-/// Steps over a signal frame: when the handler returned into the
-/// trampoline it popped `pretcode`, so the stack pointer is the address of
-/// the `ucontext` the kernel saved, whose `uc_mcontext` holds the
-/// interrupted registers.
-fn unwind_signal_frame(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result {
-    use core::mem::offset_of;
-    let mc = state
-        .sp
-        .checked_add(offset_of!(bindings::ucontext, uc_mcontext))
-        .ok_or(EFAULT)?;
-    let reg = |off: usize| mem.read_word(mc.checked_add(off).ok_or(EFAULT)?);
-    let ip = reg(offset_of!(bindings::sigcontext_64, ip))?;
-    let sp = reg(offset_of!(bindings::sigcontext_64, sp))?;
-    let fp = reg(offset_of!(bindings::sigcontext_64, bp))?;
-    if ip == 0 || sp == state.sp {
-        return Err(EINVAL);
-    }
-    state.ip = ip;
-    state.sp = sp;
-    state.fp = fp;
-    // The next IP was interrupted, not called from: look it up as is.
-    state.interrupted = true;
-    Ok(())
 }
 
 /// Counts one outcome of this walk (the `sframe_*` counts of the state,
@@ -654,7 +626,7 @@ fn lookup_step(
         // the trampoline (which distribution libcs ship without SFrame, and
         // which may sit in a registered text that has no FDE for it).
         None if row.as_ref().is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem)? => {
-            if let Err(e) = unwind_signal_frame(state, mem) {
+            if let Err(e) = sigframe::unwind(state, mem) {
                 bump(&mut state.sframe_errors);
                 return Err(e);
             }
@@ -787,7 +759,7 @@ mod tests {
         };
         let mut bytes = KVVec::new();
         bytes.extend_from_slice(section, GFP_KERNEL)?;
-        let fdes = crate::register::validate_resident(&s, bytes, code)?.shared()?;
+        let fdes = crate::validate::validate_resident(&s, bytes, code)?.shared()?;
         Ok((s, fdes))
     }
 

@@ -13,8 +13,8 @@
 //! it), each with the one `unsafe` its C contract needs. The jobs behind
 //! them each have a file:
 //!
-//! - `prctl.rs`: the `PR_UNWIND_USER` ABI of `include/uapi/linux/unwind_user.h`;
-//! - `register.rs`: validating a section and registering it;
+//! - `prctl.rs`: the `PR_UNWIND_USER` operations;
+//! - `uapi.rs`: the structs of `include/uapi/linux/unwind_user.h` in user memory;
 //! - `registry.rs`: the sections of an address space, read under RCU;
 //! - `file_table.rs`: the tables of files, from their own section or an
 //!   agent's, shared by every address space that maps them;
@@ -45,18 +45,23 @@ use kernel::{
 const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 
 mod assist;
+mod elf;
 mod file_table;
+mod memory;
 mod mm;
 mod prctl;
-mod register;
 mod registry;
 mod rule_cache;
+mod sigframe;
 mod step;
+mod uapi;
 mod usermem;
 mod usual;
+mod validate;
 mod vdso;
+mod word;
 
-use registry::{Section, SframeMm};
+use registry::{RegistryWriter, Section, SframeMm};
 
 /// Initialises the machine's file tables; called once, by the initcall of
 /// `kernel/unwind_user/files.c`, before any user process exists.
@@ -330,7 +335,7 @@ pub unsafe extern "C" fn sframe_mm_dup(
             mm::LockedMm::assume_locked(oldmm),
         )
     };
-    let Some(old) = old.registry() else {
+    let Some(old) = RegistryWriter::of(&old) else {
         return 0;
     };
     // All of the text, and of the section unless its rows are in kernel
@@ -342,10 +347,9 @@ pub unsafe extern "C" fn sframe_mm_dup(
         new.maps_all(s.text_start, s.text_end)
             && (s.resident || new.maps_all(s.sframe_start, sframe_end))
     };
-    match new
-        .registry_for_copy()
-        .and_then(|mut r| old.copy_to(&mut r, mapped))
-    {
+    // A new registry: the copy has the vDSO's registration among the
+    // parent's.
+    match RegistryWriter::of_or_new(&new).and_then(|(mut r, _)| old.copy_to(&mut r, mapped)) {
         Ok(()) => 0,
         Err(_) => ENOMEM.to_errno(),
     }
@@ -381,7 +385,7 @@ pub unsafe extern "C" fn sframe_mm_unmap(
 ) {
     // SAFETY: The caller's contract.
     let mm = unsafe { mm::LockedMm::assume_locked(mm) };
-    if let Some(mut r) = mm.registry() {
+    if let Some(mut r) = RegistryWriter::of(&mm) {
         r.unmap(start, end, exec);
     }
 }

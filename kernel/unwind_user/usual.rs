@@ -32,9 +32,10 @@
 //! a search.
 
 use crate::{
-    registry::gfp,
-    rule_cache::{read_once, write_once, Cached, CachedRule},
-    step::RT_SIGRETURN,
+    memory::gfp,
+    rule_cache::{Cached, CachedRule},
+    sigframe::RT_SIGRETURN,
+    word::{read_once, write_once},
 };
 use kernel::{
     alloc::KVVec,

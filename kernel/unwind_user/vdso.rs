@@ -17,11 +17,12 @@
 //! registry, and its walks are frame-pointer walks, as before.
 
 use crate::{
-    file_table::{elf_layout, section_in},
-    mm::{FileMapping, LockedMm},
-    register,
-    registry::{gfp, Fdes, Section},
+    elf::{self, Segment},
+    memory::gfp,
+    mm::LockedMm,
+    registry::{Fdes, RegistryWriter, Section},
     usual::TextCode,
+    validate,
 };
 use kernel::{
     alloc::KVVec,
@@ -38,7 +39,7 @@ use kernel::{
 struct Vdso {
     /// The image's size: what `map_vdso()` maps.
     image_size: usize,
-    text: crate::file_table::TextSegment,
+    text: Segment,
     sframe_addr: u64,
     sframe_len: u32,
     fdes: Arc<Fdes>,
@@ -67,7 +68,7 @@ fn build() -> Result<Vdso> {
         buf.copy_from_slice(image.get(start..end).ok_or(ENOEXEC)?);
         Ok(())
     };
-    let layout = elf_layout(read)?;
+    let layout = elf::layout(read)?;
     let sframe = layout.sframe.ok_or(ENOENT)?;
     let len = usize::try_from(sframe.size).map_err(|_| ENOEXEC)?;
     let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
@@ -98,7 +99,9 @@ fn build() -> Result<Vdso> {
         len: text.size,
         read: |buf: &mut [u8], off: u64| read(buf, text.offset.checked_add(off).ok_or(ENOEXEC)?),
     };
-    let fdes = register::validate_resident(&s, bytes, code)?.shared()?;
+    let fdes = validate::validate_resident(&s, bytes, code)?
+        .kernel_code()
+        .shared()?;
     Ok(Vdso {
         image_size: image.len(),
         text,
@@ -125,20 +128,28 @@ fn get() -> Option<&'static Vdso> {
     unsafe { VDSO.load(Acquire).as_ref() }
 }
 
-/// Are `fdes` the vDSO's? Its registration is the kernel's own, in every
-/// registry: not counted as the process's.
-pub(crate) fn is(fdes: &Arc<Fdes>) -> bool {
-    get().is_some_and(|v| Arc::ptr_eq(&v.fdes, fdes))
+/// The registry of `mm`, created if needed: a new one with the vDSO's
+/// section registered, as every registry has it.
+pub(crate) fn registry_or_create<'a>(mm: &'a LockedMm<'_>) -> Result<RegistryWriter<'a>> {
+    let (mut r, new) = RegistryWriter::of_or_new(mm)?;
+    if new {
+        register_in(mm, &mut r);
+    }
+    Ok(r)
 }
 
 /// Registers the vDSO's section in `mm`'s registry, if it has one and maps
-/// the 64-bit vDSO: at `map_vdso()` (exec), after the vDSO's `mremap()`,
-/// and when a registry is created.
+/// the 64-bit vDSO: at `map_vdso()` (exec) and after the vDSO's `mremap()`.
 pub(crate) fn register(mm: &LockedMm<'_>) {
+    if let Some(mut r) = RegistryWriter::of(mm) {
+        register_in(mm, &mut r);
+    }
+}
+
+/// Registers the vDSO's section in `r`, `mm`'s registry, if `mm` maps the
+/// 64-bit vDSO.
+fn register_in(mm: &LockedMm<'_>, r: &mut RegistryWriter<'_>) {
     let Some(v) = get() else {
-        return;
-    };
-    let Some(mut r) = mm.registry() else {
         return;
     };
     // SAFETY: `mm` is live and its mmap lock held (`LockedMm`), under which
@@ -147,14 +158,11 @@ pub(crate) fn register(mm: &LockedMm<'_>) {
     if base == 0 {
         return;
     }
-    let m = FileMapping {
-        start: base,
-        end: base.saturating_add(v.image_size),
-        offset: 0,
-        inode: core::ptr::null(),
-        users: false,
-    };
-    let Some(s) = section_in(&v.text, v.sframe_addr, v.sframe_len, &m) else {
+    let Some(s) = v
+        .text
+        .placed(base, base.saturating_add(v.image_size), 0)
+        .and_then(|text| Section::resident(&text, v.sframe_addr, v.sframe_len))
+    else {
         return;
     };
     match r.add(s, v.fdes.clone()) {

@@ -1,26 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Registration: a section is validated in full, once, and what unwinds
-//! use of it (the header, the FDEs, marks of large functions' rows) is kept
-//! in kernel memory, in the address space's registry. Sections come from
-//! `prctl(PR_UNWIND_USER)` and from files (`file_table.rs`).
+//! Validation: a section is validated in full, once, and what unwinds use
+//! of it (the header, the FDEs, marks of large functions' rows) is kept in
+//! kernel memory, as its table ([`Fdes`]), for the registrations that use
+//! it. Sections come from `prctl(PR_UNWIND_USER)`, from files
+//! (`file_table.rs`) and from the vDSO (`vdso.rs`).
 
 use crate::{
-    mm,
-    prctl::eopnotsupp,
+    memory,
     registry::{self, Fdes, FreMark, Section, FRE_MARK_EVERY, MAX_FDE_BYTES},
-    usermem::{UserMem, UserReader},
+    uapi::eopnotsupp,
     usual::TextCode,
 };
 use kernel::{
     alloc::{AllocError, KVVec},
     bindings,
-    error::code::{EFAULT, EINTR, EINVAL, ENOMEM, ENOSPC, ERANGE},
+    error::code::{EFAULT, EINVAL, ENOMEM, ENOSPC, ERANGE},
     ffi::c_int,
-    mm::{
-        virt::flags::{EXEC, READ},
-        MmWithUser,
-    },
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
 };
@@ -45,7 +41,7 @@ fn validation_errno(e: &sframe::Error) -> Error {
 /// will, so at most one line every 5 seconds, from a budget of its own:
 /// `printk_ratelimit()`'s is shared with the rest of the kernel, which a
 /// process must not be able to silence.
-fn refuse(why: &str, s: &Section, err: Error) -> Error {
+pub(crate) fn refuse(why: &str, s: &Section, err: Error) -> Error {
     const INTERVAL_NS: u64 = 5 * bindings::NSEC_PER_SEC as u64;
     static NEXT_NS: Atomic<u64> = Atomic::new(0);
 
@@ -112,19 +108,19 @@ impl sframe::Visitor for Keep {
 
     fn fde(&mut self, _: u32, fde: &sframe::Fde) -> Result<(), AllocError> {
         match fde.pack(self.text_start) {
-            Some(p) if p.end() <= self.text_len => self.packed.push(p, registry::gfp())?,
+            Some(p) if p.end() <= self.text_len => self.packed.push(p, memory::gfp())?,
             _ => self.outside = true,
         }
         if let Some(rows) = &mut self.rows {
             // At most `num_fres` rows, which the section's size bounds.
             let first = u32::try_from(rows.rows.len()).map_err(|_| AllocError)?;
-            rows.first.push(first, registry::gfp())?;
+            rows.first.push(first, memory::gfp())?;
         }
         Ok(())
     }
 
     fn mark(&mut self, fde: u32, mark: sframe::FreMark) -> Result<(), AllocError> {
-        self.marks.push(FreMark { fde, mark }, registry::gfp())
+        self.marks.push(FreMark { fde, mark }, memory::gfp())
     }
 
     fn row(&mut self, _: u32, start: u32, row: &sframe::Row) -> Result<(), AllocError> {
@@ -224,8 +220,8 @@ fn validate_keeping(
         // The header's counts, checked against the section's size by
         // `open()` (at least 2 bytes a row).
         Some(Rows {
-            rows: KVVec::with_capacity(header.num_fres as usize, registry::gfp())?,
-            first: KVVec::with_capacity(header.num_fdes as usize, registry::gfp())?,
+            rows: KVVec::with_capacity(header.num_fres as usize, memory::gfp())?,
+            first: KVVec::with_capacity(header.num_fdes as usize, memory::gfp())?,
             undecoded: false,
         })
     } else {
@@ -235,7 +231,7 @@ fn validate_keeping(
         header,
         text_start: s.text_start as u64,
         text_len: (s.text_end - s.text_start) as u64,
-        packed: KVVec::with_capacity(header.num_fdes as usize, registry::gfp())?,
+        packed: KVVec::with_capacity(header.num_fdes as usize, memory::gfp())?,
         marks: KVVec::new(),
         rows,
         outside: false,
@@ -261,56 +257,7 @@ fn validate_keeping(
     Ok((Fdes::from_parts(header, keep.packed, keep.marks), keep.rows))
 }
 
-/// Bytes of section [`add`] reads at a time, in two blocks.
-const VALIDATION_BLOCKS: usize = 8192;
-
-/// Validates `s` and registers it for the current task's address space.
-pub(crate) fn add(s: Section) -> Result {
-    mm::with_current(|mm| add_to(mm, s))
-}
-
-fn add_to(mm: &MmWithUser, s: Section) -> Result {
-    // The step unwinds 64-bit code only (8-byte words, the 64-bit ucontext).
-    // SAFETY: Reads the current task's syscall state; no preconditions.
-    if unsafe { bindings::in_compat_syscall() } {
-        return Err(eopnotsupp());
-    }
-    if s.text_start >= s.text_end || s.sframe_len == 0 {
-        return Err(refuse("empty range", &s, EINVAL));
-    }
-    if s.sframe_start.checked_add(s.sframe_len as usize).is_none() {
-        return Err(refuse("section wraps", &s, EINVAL));
-    }
-
-    // Validate once, in full, before taking the mmap lock: the reads may
-    // fault, and the fault handler needs that lock. A fatal signal stops a
-    // long validation (up to 64 MiB).
-    let mut reader = UserReader::new(&s, UserMem::Faultable, u32::MAX);
-    // In blocks: validation reads every field of the section, several user
-    // copies a function otherwise.
-    let mut blocks = KVec::from_elem(0u8, VALIDATION_BLOCKS, registry::gfp())?;
-    let fdes = validate(
-        &s,
-        sframe::Blocks::new(&mut reader, &mut blocks, s.sframe_len),
-    )
-    .map_err(|e| if reader.killed { EINTR } else { e })?
-    .shared()?;
-
-    mm::with_locked(mm, |mm| {
-        let sframe_end = s.sframe_start + s.sframe_len as usize;
-        if !mm.in_one_vma(s.text_start, s.text_end, EXEC) {
-            return Err(refuse("text is not in one executable mapping", &s, EINVAL));
-        }
-        if !mm.in_one_vma(s.sframe_start, sframe_end, READ) {
-            return Err(refuse("section is not in one readable mapping", &s, EFAULT));
-        }
-        mm.registry_or_create()?
-            .add(s, fdes)
-            .map_err(|e| refuse("limit or overlap", &s, e))
-    })
-}
-
-#[kunit_tests(unwind_user_register)]
+#[kunit_tests(unwind_user_validate)]
 mod tests {
     use super::*;
     use crate::registry::fixtures::TEST_SECTION;

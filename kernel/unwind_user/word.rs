@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Lock-free words read and written in line, as `READ_ONCE()`,
+//! `WRITE_ONCE()` and `xchg()` are: the rule cache's slots and the
+//! registry's generation, which every step reads.
+
+use kernel::sync::atomic::{Atomic, AtomicType};
+
+// `read_once()` and `write_once()` rely on x86-64's memory model.
+const _: () = assert!(cfg!(target_arch = "x86_64"));
+
+/// Reads `a` as `READ_ONCE()` does, in line. [`Atomic::load`] calls an
+/// out-of-line C helper (`atomic64_read()`, `atomic_ptr_read()`, ...), and
+/// a probe of up to four of them is most of what a cached frame costs:
+/// each call makes the step save and restore the registers it lives in.
+#[inline(always)]
+pub(crate) fn read_once<T: AtomicType>(a: &Atomic<T>) -> T {
+    // SAFETY: `a.as_ptr()` is valid and aligned for a `T` as long as `a`
+    // lives, and holds a valid `T` (`Atomic` stores only `T`s). A `T` is
+    // the size of its representation, an integer of at most 8 bytes. The
+    // unwinder builds for x86-64 only (Kconfig), where an aligned volatile
+    // load of at most 8 bytes is one `mov`, atomic against every writer of
+    // the word, which writes it whole (`write_once()`, `Atomic::store()`,
+    // `xchg()` and `cmpxchg()`): this is `READ_ONCE()`, as in
+    // `File::flags()`.
+    unsafe { a.as_ptr().read_volatile() }
+}
+
+/// Stores `v` in `a` as `WRITE_ONCE()` does, in line (see [`read_once`]).
+#[inline(always)]
+pub(crate) fn write_once(a: &Atomic<u64>, v: u64) {
+    // SAFETY: As in `read_once()`: an aligned 8-byte volatile store is one
+    // `mov` on x86-64, which readers on any CPU see whole or not at all.
+    unsafe { a.as_ptr().write_volatile(v) }
+}
+
+/// Swaps `v` into `a` and returns what `a` held, as `xchg()` does, in
+/// line, and so a full memory barrier (see [`read_once`] for why not
+/// [`Atomic::xchg`]).
+#[inline(always)]
+pub(crate) fn xchg_full(a: &Atomic<u64>, v: u64) -> u64 {
+    let mut v = v;
+    // SAFETY: `a.as_ptr()` is valid and aligned for a `u64` as long as `a`
+    // lives. On x86-64 (see `read_once()`), `xchg` with a memory operand is
+    // locked: atomic against every other access of the word, and a full
+    // barrier, as the kernel's `xchg()` is. It changes no flag. The asm
+    // may read and write any memory, so the compiler orders every access
+    // around it as well.
+    unsafe {
+        kernel::asm!(
+            "xchg {v}, ({p})";
+            v = inout(reg) v,
+            p = in(reg) a.as_ptr(),
+            options(nostack, preserves_flags)
+        );
+    }
+    v
+}
