@@ -48,7 +48,8 @@ use crate::{
     elf::{self, Segment},
     memory::{self, gfp},
     mm::{self, FileMapping, LockedMm},
-    registry::{Fdes, RegistryWriter, Section, SframeMm, MAX_SECTION_SIZE},
+    registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
+    section::{Fdes, Section},
     usual::TextCode,
     validate, vdso,
 };

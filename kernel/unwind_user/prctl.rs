@@ -7,7 +7,8 @@
 
 use crate::{
     assist, file_table, memory, mm,
-    registry::{RegistryWriter, Section, SframeMm, MAX_SECTION_SIZE},
+    registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
+    section::Section,
     uapi::{eopnotsupp, read_versioned, write_versioned},
     usermem::{UserMem, UserReader},
     validate::{self, refuse},

@@ -8,8 +8,9 @@
 
 use crate::{
     file_table,
-    registry::{Counters, Found, KnownRow, NoPreempt, SframeMm},
+    registry::{Counters, Found, NoPreempt, SframeMm},
     rule_cache::{Cached, CachedRule},
+    section::KnownRow,
     sigframe::{self, RT_SIGRETURN},
     usermem::{UserMem, UserReader},
 };
@@ -22,7 +23,7 @@ use kernel::{
 use sframe::{Base, Error as SfError, RegRule, Row};
 
 /// Most section bytes one frame's lookup may read. A lookup reads at most
-/// [`FRE_MARK_EVERY`](crate::registry::FRE_MARK_EVERY) rows from the
+/// [`FRE_MARK_EVERY`](crate::section::FRE_MARK_EVERY) rows from the
 /// mark registration kept, a few hundred bytes; this bounds it whatever
 /// the bytes say now (the walk ends at a frame that would read more).
 const FRAME_BYTES: u32 = 4096;
@@ -676,10 +677,8 @@ fn lookup_step(
 #[kunit_tests(unwind_user_step)]
 mod tests {
     use super::*;
-    use crate::registry::{
-        fixtures::{row, TEST_SECTION},
-        Fdes, Section,
-    };
+    use crate::registry::fixtures::{row, TEST_SECTION};
+    use crate::section::{Fdes, Section};
     use crate::usual::TextCode;
     use kernel::sync::Arc;
     use sframe::CfaRule;

@@ -15,6 +15,8 @@
 //!
 //! - `prctl.rs`: the `PR_UNWIND_USER` operations;
 //! - `uapi.rs`: the structs of `include/uapi/linux/unwind_user.h` in user memory;
+//! - `section.rs`: a section, and its table as validation kept it;
+//! - `validate.rs`: validating a section;
 //! - `registry.rs`: the sections of an address space, read under RCU;
 //! - `file_table.rs`: the tables of files, from their own section or an
 //!   agent's, shared by every address space that maps them;
@@ -52,6 +54,7 @@ mod mm;
 mod prctl;
 mod registry;
 mod rule_cache;
+mod section;
 mod sigframe;
 mod step;
 mod uapi;
@@ -61,7 +64,8 @@ mod validate;
 mod vdso;
 mod word;
 
-use registry::{RegistryWriter, Section, SframeMm};
+use registry::{RegistryWriter, SframeMm};
+use section::Section;
 
 /// Initialises the machine's file tables; called once, by the initcall of
 /// `kernel/unwind_user/files.c`, before any user process exists.

@@ -5,7 +5,7 @@
 //! frame. One reader for both contexts: faultable in task context, never
 //! faulting at NMI or IRQ time.
 
-use crate::registry::Section;
+use crate::section::Section;
 use kernel::{
     bindings,
     error::code::EFAULT,

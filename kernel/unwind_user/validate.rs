@@ -8,7 +8,8 @@
 
 use crate::{
     memory,
-    registry::{self, Fdes, FreMark, Section, FRE_MARK_EVERY, MAX_FDE_BYTES},
+    registry::MAX_FDE_BYTES,
+    section::{Fdes, FreMark, Section, FRE_MARK_EVERY},
     uapi::eopnotsupp,
     usual::TextCode,
 };
@@ -315,7 +316,7 @@ mod tests {
                 + 2 * 4
                 + 64 * 8
         );
-        let mut mm = registry::SframeMm::new()?;
+        let mut mm = crate::registry::SframeMm::new()?;
         let mut mm = mm.exclusive();
         mm.add(s, fdes)?;
         let mut sec = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
@@ -324,12 +325,12 @@ mod tests {
         for pc in 0x11000..0x11020 {
             let f = mm.lookup(pc).found.ok_or(ENOENT)?;
             let want = sec.find(pc as u64).map_err(|_| EINVAL)?;
-            assert!(matches!(f.known, registry::KnownRow::Row(_)));
+            assert!(matches!(f.known, crate::section::KnownRow::Row(_)));
             assert_eq!(f.known_row(), Some(want));
         }
         // Past the function: no function, nothing known.
         let f = mm.lookup(0x11020).found.ok_or(ENOENT)?;
-        assert!(f.fde.is_none() && matches!(f.known, registry::KnownRow::Read));
+        assert!(f.fde.is_none() && matches!(f.known, crate::section::KnownRow::Read));
         Ok(())
     }
 }

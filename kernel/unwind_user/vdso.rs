@@ -20,7 +20,8 @@ use crate::{
     elf::{self, Segment},
     memory::gfp,
     mm::LockedMm,
-    registry::{Fdes, RegistryWriter, Section},
+    registry::RegistryWriter,
+    section::{Fdes, Section},
     usual::TextCode,
     validate,
 };
@@ -100,7 +101,7 @@ fn build() -> Result<Vdso> {
         read: |buf: &mut [u8], off: u64| read(buf, text.offset.checked_add(off).ok_or(ENOEXEC)?),
     };
     let fdes = validate::validate_resident(&s, bytes, code)?
-        .kernel_code()
+        .for_kernel_code()
         .shared()?;
     Ok(Vdso {
         image_size: image.len(),
