@@ -45,6 +45,7 @@
 //! a mapping of it.
 
 use crate::{
+    attach_state::{self, advance_files_gen},
     elf::{self, Segment},
     memory::{self, gfp},
     mm::{self, FileMapping, LockedMm},
@@ -96,18 +97,6 @@ static NR_DESCRIBED: Atomic<u64> = Atomic::new(0);
 static NR_HELD: Atomic<u64> = Atomic::new(0);
 /// How many of them an agent attached ([`agent_tables`]).
 static NR_AGENT: Atomic<u64> = Atomic::new(0);
-
-/// Advanced when a file's table is replaced or detached: a registry whose
-/// rule cache was filled before may have cached the file's PCs as no
-/// section's, or attached the old table. (Not when a file gets its first
-/// table: mmap leaves a mapping of a file with none unsettled; nor when
-/// a table goes with its inode, or because its file changed.)
-static GEN: Atomic<u64> = Atomic::new(0);
-
-/// The generation of the machine's file tables.
-pub(crate) fn gen() -> u64 {
-    GEN.load(Relaxed)
-}
 
 /// The number of files described by a table, and the kernel memory the
 /// tables take.
@@ -644,7 +633,7 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
                 let old = core::mem::replace(cur, table);
                 count(&old, false);
                 if !needs_more {
-                    GEN.add(1, Relaxed);
+                    advance_files_gen();
                 }
                 return Ok(Some(old));
             }
@@ -705,7 +694,7 @@ pub(crate) fn detach(fd: i32) -> Result {
     // here: a table removed because its file changed (`find()`) must not
     // let any user that can rewrite a file of his own empty every
     // address space's rule cache on the machine.
-    GEN.add(1, Relaxed);
+    advance_files_gen();
     drop(old);
     Ok(())
 }
@@ -827,7 +816,7 @@ fn attach_tables(
 ) -> (Attach, bool) {
     // Compared as a value only: the write lock below checks each mapping
     // again.
-    let files_gen = gen();
+    let files_gen = attach_state::files_gen();
     let Ok((mut found, mut later)) = candidates(mappings, given_up) else {
         return (Attach::Later, false);
     };
@@ -848,7 +837,7 @@ fn attach_tables(
             // table, not one of an evicted inode whose address a new one
             // took.
             if l.exec_file_mapping(c.mapping.start) != Some(c.mapping)
-                || gen() != files_gen
+                || attach_state::files_gen() != files_gen
                 || !find(c.mapping.inode).is_some_and(|t| Arc::ptr_eq(&t, &c.table))
             {
                 later = true;
@@ -948,7 +937,7 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
             }
         }
         // Stable: mmap counts under the write lock.
-        smm.unsettled()
+        smm.attach.unsettled()
     };
     // Read and validated with no lock held, once for the machine. Inserted
     // while the file is held: its inode cannot be evicted before the table
@@ -972,7 +961,7 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
     }
     let (attached, settled) = attach_tables(mm, smm, &mappings, &given_up);
     if settled {
-        smm.set_files_attached(files_gen, unsettled);
+        smm.attach.set_settled(files_gen, unsettled);
     }
     attached
 }
@@ -980,7 +969,7 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
 /// Attaches to `mm` the table of the file `vma` maps, if it is executable
 /// and the file's table describes it (`sframe_mm_mmap()`). One lookup, no
 /// read of the file: a file with no table yet (never seen since its inode
-/// was read) leaves the mapping unsettled (`SframeMm::unsettled`), for the
+/// was read) leaves the mapping unsettled (`AttachState::unsettled`), for the
 /// next walk that meets uncovered code to build and attach, as does a
 /// mapping whose table could not be attached.
 ///
@@ -993,7 +982,7 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
     let Some(m) = FileMapping::of(vma) else {
         return;
     };
-    let files_gen = gen();
+    let files_gen = attach_state::files_gen();
     let table = find(m.inode);
     let fit = table.as_ref().and_then(|t| t.section_in(&m));
     let mut r = match RegistryWriter::of(mm) {
@@ -1005,7 +994,7 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
                 return;
             };
             if in_exec && !mm.other_exec_file_mapping(m.start) {
-                r.set_files_attached(files_gen, r.unsettled());
+                r.attach.set_settled(files_gen, r.attach.unsettled());
             }
             r
         }
@@ -1096,7 +1085,7 @@ mod tests {
             let i = files.binary_search_by_key(&key, |t| t.key()).ok();
             i.and_then(|i| files.get(i)).map(|t| t.over_budget)
         };
-        let gen0 = gen();
+        let gen0 = attach_state::files_gen();
         assert!(insert(over(100)?, false)?.is_none());
         // Built again once the budget had room for 100, needing 200: kept,
         // so that retry() waits for room for 200.
@@ -1105,7 +1094,7 @@ mod tests {
         // An estimate below it changes nothing.
         assert!(insert(over(150)?, false)?.is_none());
         assert_eq!(need(), Some(200));
-        assert_eq!(gen(), gen0);
+        assert_eq!(attach_state::files_gen(), gen0);
         assert!(remove(key, None).is_some());
         assert_eq!(need(), None);
         Ok(())

@@ -50,7 +50,7 @@ fn add(s: Section) -> Result {
     // Validate once, in full, before taking the mmap lock: the reads may
     // fault, and the fault handler needs that lock. A fatal signal stops a
     // long validation (up to 64 MiB).
-    let mut reader = UserReader::new(&s, UserMem::Faultable, u32::MAX);
+    let mut reader = UserReader::new(s.sframe_start, UserMem::Faultable, u32::MAX);
     // In blocks: validation reads every field of the section, several user
     // copies a function otherwise.
     let mut blocks = KVec::from_elem(0u8, VALIDATION_BLOCKS, memory::gfp())?;

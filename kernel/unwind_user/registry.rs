@@ -20,9 +20,10 @@
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
 use crate::{
+    attach_state::AttachState,
     memory::gfp,
     mm::LockedMm,
-    rule_cache::{Cached, CachedRule, RuleCache},
+    rule_cache::{Cached, RuleCache},
     section::{Fdes, KnownRow, Section},
     word::{read_once, write_once},
 };
@@ -246,29 +247,8 @@ impl Counters {
 /// (`__mmput()`).
 pub(crate) struct SframeMm {
     table: Atomic<*mut Table>,
-    /// The generation of the machine's file tables this registry's rule
-    /// cache was filled in (`file_table::gen()`): a PC cached as no
-    /// section's may be a newly attached file's.
-    files_gen: Atomic<u64>,
-    /// When every file this address space maps executable last had its
-    /// table attached, or was found to have none: the tables' generation
-    /// then and [`unsettled`](Self::unsettled), as [`files_attached_word`]
-    /// packs them; 0 before. Set by a walk that attached them all
-    /// (`file_table::attach_mapped()`), or by exec's first executable
-    /// mapping.
-    files_attached: Atomic<u64>,
-    /// How many executable file mappings mmap could not settle (attach
-    /// their file's table, or find that it has none) since the registry
-    /// was created; written under the mmap write lock.
-    unsettled: Atomic<u32>,
-    /// Of those, how many a table may describe once attached: all but the
-    /// mappings of files that have no table and no section of their own
-    /// (`file_table::attach_mapping()`), which only an agent's table can
-    /// describe. Written under the mmap write lock.
-    unsettled_tables: Atomic<u32>,
-    /// [`unsettled_tables`](Self::unsettled_tables) when
-    /// [`files_attached`](Self::files_attached) was last set.
-    settled_tables: Atomic<u32>,
+    /// Whether the address space has the tables of the files it maps.
+    pub(crate) attach: AttachState,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
     /// The generation, advanced on every change a cached rule may depend
@@ -281,21 +261,6 @@ pub(crate) struct SframeMm {
     /// may be missed, which only costs a lookup).
     cache_filled: Atomic<u64>,
     pub(crate) counters: Counters,
-}
-
-/// What [`SframeMm::unsettled`] counts, taken under the mmap lock.
-#[derive(Clone, Copy)]
-pub(crate) struct Unsettled {
-    all: u32,
-    tables: u32,
-}
-
-/// `SframeMm::files_attached` for generation `files_gen` of the file
-/// tables and `unsettled` mappings: one word, read at NMI time untorn;
-/// never 0. Generations 2^31 apart compare equal, which would take as many
-/// attaches between two walks of one process.
-fn files_attached_word(files_gen: u64, unsettled: u32) -> u64 {
-    1 << 63 | (files_gen & 0x7fff_ffff) << 32 | u64::from(unsettled)
 }
 
 /// Preemption off while it lives: `preempt_disable()` to
@@ -345,11 +310,7 @@ impl SframeMm {
         Ok(KBox::new(
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
-                files_gen: Atomic::new(crate::file_table::gen()),
-                files_attached: Atomic::new(0),
-                unsettled: Atomic::new(0),
-                unsettled_tables: Atomic::new(0),
-                settled_tables: Atomic::new(0),
+                attach: AttachState::new(),
                 next_id: Atomic::new(1),
                 gen: Atomic::new(0),
                 cache: RuleCache::new()?,
@@ -427,47 +388,8 @@ impl SframeMm {
     /// it was filled (`files_gen`, the generation they have now). Lock-free,
     /// in any context.
     pub(crate) fn sync_files(&self, files_gen: u64) {
-        let seen = self.files_gen.load(Relaxed);
-        if seen != files_gen && self.files_gen.cmpxchg(seen, files_gen, Relaxed).is_ok() {
+        if self.attach.cache_outdated(files_gen) {
             self.invalidate(None);
-        }
-    }
-
-    /// Were the tables of every file this address space maps executable
-    /// attached in generation `files_gen` of the machine's file tables,
-    /// and no executable file mapped unsettled since? Lock-free, in any
-    /// context.
-    pub(crate) fn files_attached(&self, files_gen: u64) -> bool {
-        self.files_attached.load(Relaxed)
-            == files_attached_word(files_gen, self.unsettled.load(Relaxed))
-    }
-
-    /// Says that they were, in generation `files_gen`, when `unsettled`
-    /// (what [`unsettled`](Self::unsettled) was then) mappings were not.
-    pub(crate) fn set_files_attached(&self, files_gen: u64, unsettled: Unsettled) {
-        self.settled_tables.store(unsettled.tables, Relaxed);
-        self.files_attached
-            .store(files_attached_word(files_gen, unsettled.all), Relaxed);
-    }
-
-    /// Since the tables of this address space's files were last attached
-    /// (or ever, if they never were), was a mapping left unsettled that a
-    /// table may describe once attached? Lock-free, in any context: a walk
-    /// at NMI or IRQ time that meets code no registration covers in an
-    /// address space that is not settled tells by it whether the deferred
-    /// unwind may describe that code (`step::attach_pending`).
-    pub(crate) fn tables_pending(&self) -> bool {
-        self.files_attached.load(Relaxed) == 0
-            || self.unsettled_tables.load(Relaxed) != self.settled_tables.load(Relaxed)
-    }
-
-    /// How many executable file mappings mmap left unsettled, and of those
-    /// how many a table may describe: stable under the mmap lock, which
-    /// their writers hold.
-    pub(crate) fn unsettled(&self) -> Unsettled {
-        Unsettled {
-            all: self.unsettled.load(Relaxed),
-            tables: self.unsettled_tables.load(Relaxed),
         }
     }
 
@@ -802,7 +724,7 @@ impl<'a> RegistryWriter<'a> {
             None,
         )?);
         // Its text, still mapped, may be a file's with a table to attach.
-        self.mapping_unsettled();
+        self.attach.mapping_unsettled(true);
         Ok(())
     }
 
@@ -843,7 +765,7 @@ impl<'a> RegistryWriter<'a> {
             }
         }
         if text_stays {
-            self.mapping_unsettled();
+            self.attach.mapping_unsettled(true);
         }
     }
 
@@ -863,40 +785,22 @@ impl<'a> RegistryWriter<'a> {
         // The child maps what the parent did, or less: what was attached
         // for the parent's mappings is for the child's, unless a
         // registration stayed behind whose text the child maps.
-        dst.unsettled.store(self.unsettled.load(Relaxed), Relaxed);
-        dst.unsettled_tables
-            .store(self.unsettled_tables.load(Relaxed), Relaxed);
-        dst.settled_tables
-            .store(self.settled_tables.load(Relaxed), Relaxed);
-        dst.files_attached
-            .store(self.files_attached.load(Relaxed), Relaxed);
+        dst.attach.copy_from(&self.attach);
         if dropped {
-            dst.mapping_unsettled();
+            dst.attach.mapping_unsettled(true);
         }
         Ok(())
     }
 
-    /// Counts an executable file mapping that is not settled: the next
-    /// walk that meets uncovered code attaches the tables again.
-    pub(crate) fn mapping_unsettled(&self) {
-        self.unsettled.add(1, Relaxed);
-        self.unsettled_tables.add(1, Relaxed);
-    }
-
-    /// [`mapping_unsettled`](Self::mapping_unsettled) for a new mapping
-    /// mmap could not settle, and empties the rule cache: it may hold what
+    /// Counts a new mapping mmap could not settle
+    /// ([`AttachState::mapping_unsettled`]), and empties the rule cache: it may hold what
     /// an earlier mapping of the same addresses, unmapped since, unwound
     /// with (the frame-pointer rule for a library no table described, say),
     /// which would otherwise shadow the new mapping's code, never looked up
     /// again. (The other callers changed the registry, which emptied it.)
-    /// `tables`: a table may describe it once attached (see
-    /// [`unsettled_tables`](Self::unsettled_tables)).
+    /// `tables`: a table may describe it once attached.
     pub(crate) fn new_mapping_unsettled(&self, tables: bool) {
-        if tables {
-            self.mapping_unsettled();
-        } else {
-            self.unsettled.add(1, Relaxed);
-        }
+        self.attach.mapping_unsettled(tables);
         self.invalidate(None);
     }
 }
@@ -1029,8 +933,8 @@ pub(crate) mod fixtures {
 mod tests {
     use super::fixtures::*;
     use super::*;
-    use crate::{section::FreMark, usual::TextCode};
-    use kernel::error::code::{EINTR, EINVAL, EIO};
+    use crate::section::FreMark;
+    use kernel::error::code::EINVAL;
 
     /// What a lookup of `pc` found.
     fn found(mm: &SframeMm, pc: usize) -> Option<Found> {
@@ -1098,59 +1002,52 @@ mod tests {
     }
 
     #[test]
-    fn files_attached_state() -> Result {
+    fn attach_state_follows_the_registry() -> Result {
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
         // A new registry has attached nothing, in no generation.
-        assert!(!mm.files_attached(0));
-        mm.set_files_attached(7, mm.unsettled());
-        assert!(mm.files_attached(7));
+        assert!(!mm.attach.is_settled(0));
+        mm.attach.set_settled(7, mm.attach.unsettled());
+        assert!(mm.attach.is_settled(7));
         // A table attached since, or a mapping mmap could not settle.
-        assert!(!mm.files_attached(8));
-        mm.mapping_unsettled();
-        assert!(!mm.files_attached(7));
-        mm.set_files_attached(8, mm.unsettled());
-        assert!(mm.files_attached(8));
-        // The word keeps 31 bits of the generation, never 0.
-        assert!(mm.files_attached(8 + (1 << 31)));
-        assert_ne!(files_attached_word(0, 0), 0);
-        // The count wraps rather than overflow.
-        mm.unsettled.store(u32::MAX, Relaxed);
-        mm.mapping_unsettled();
-        assert_eq!(mm.unsettled().all, 0);
+        assert!(!mm.attach.is_settled(8));
+        mm.attach.mapping_unsettled(true);
+        assert!(!mm.attach.is_settled(7));
+        mm.attach.set_settled(8, mm.attach.unsettled());
+        assert!(mm.attach.is_settled(8));
         // A child after fork starts where its parent is.
         let mut child = SframeMm::new()?;
         let mut child = child.exclusive();
-        mm.set_files_attached(9, mm.unsettled());
+        mm.attach.set_settled(9, mm.attach.unsettled());
         mm.copy_to(&mut child, |_| true)?;
-        assert!(child.files_attached(9));
+        assert!(child.attach.is_settled(9));
         // A registration that goes may uncover a file's text.
         mm.add(sec(0x1000, 0x1000), none()?)?;
-        mm.set_files_attached(9, mm.unsettled());
+        mm.attach.set_settled(9, mm.attach.unsettled());
         mm.remove(0x1000)?;
-        assert!(!mm.files_attached(9));
+        assert!(!mm.attach.is_settled(9));
         // Its section unmapped, its text left: unsettled.
         mm.add(sec(0x1000, 0x1000), none()?)?;
-        mm.set_files_attached(9, mm.unsettled());
+        mm.attach.set_settled(9, mm.attach.unsettled());
         mm.unmap(0x7000_1000, 0x7000_2000, false);
-        assert!(!mm.files_attached(9));
+        assert!(!mm.attach.is_settled(9));
         // Part of its text unmapped, the rest left: unsettled.
         mm.add(sec(0x1000, 0x1000), none()?)?;
-        mm.set_files_attached(9, mm.unsettled());
+        mm.attach.set_settled(9, mm.attach.unsettled());
         mm.unmap(0x1000, 0x1800, true);
-        assert!(!mm.files_attached(9));
+        assert!(!mm.attach.is_settled(9));
         // All of its text unmapped (dlclose()): nothing left to attach.
         mm.add(sec(0x1000, 0x1000), none()?)?;
-        mm.set_files_attached(9, mm.unsettled());
+        mm.attach.set_settled(9, mm.attach.unsettled());
         mm.unmap(0x1000, 0x2000, true);
-        assert!(mm.files_attached(9));
+        assert!(mm.attach.is_settled(9));
         // So may one a fork leaves behind.
         let mut other = SframeMm::new()?;
         let mut other = other.exclusive();
         mm.add(sec(0x3000, 0x1000), none()?)?;
-        mm.set_files_attached(9, mm.unsettled());
+        mm.attach.set_settled(9, mm.attach.unsettled());
         mm.copy_to(&mut other, |_| false)?;
-        assert!(!other.files_attached(9));
+        assert!(!other.attach.is_settled(9));
         Ok(())
     }
 
@@ -1159,31 +1056,31 @@ mod tests {
         let mut mm = SframeMm::new()?;
         let mm = mm.exclusive();
         // Never settled: whatever it maps may have a table.
-        assert!(mm.tables_pending());
-        mm.set_files_attached(3, mm.unsettled());
-        assert!(!mm.tables_pending());
+        assert!(mm.attach.tables_pending());
+        mm.attach.set_settled(3, mm.attach.unsettled());
+        assert!(!mm.attach.tables_pending());
         // A file with no table and no section of its own: unsettled, but
         // nothing a table describes is pending.
         mm.new_mapping_unsettled(false);
-        assert!(!mm.files_attached(3) && !mm.tables_pending());
+        assert!(!mm.attach.is_settled(3) && !mm.attach.tables_pending());
         // One that may have its own section, or a table already.
         mm.new_mapping_unsettled(true);
-        assert!(mm.tables_pending());
-        mm.set_files_attached(3, mm.unsettled());
-        assert!(mm.files_attached(3) && !mm.tables_pending());
+        assert!(mm.attach.tables_pending());
+        mm.attach.set_settled(3, mm.attach.unsettled());
+        assert!(mm.attach.is_settled(3) && !mm.attach.tables_pending());
         // Any other change that unsettles: pending.
-        mm.mapping_unsettled();
-        assert!(mm.tables_pending());
+        mm.attach.mapping_unsettled(true);
+        assert!(mm.attach.tables_pending());
         // A child after fork starts where its parent is.
         let mut child = SframeMm::new()?;
         let mut child = child.exclusive();
         mm.copy_to(&mut child, |_| true)?;
-        assert!(child.tables_pending());
-        mm.set_files_attached(3, mm.unsettled());
+        assert!(child.attach.tables_pending());
+        mm.attach.set_settled(3, mm.attach.unsettled());
         let mut child = SframeMm::new()?;
         let mut child = child.exclusive();
         mm.copy_to(&mut child, |_| true)?;
-        assert!(!child.tables_pending());
+        assert!(!child.attach.tables_pending());
         Ok(())
     }
 
@@ -1300,312 +1197,6 @@ mod tests {
         assert_eq!(mark_at(0x1100f), Some(16));
         assert_eq!(mark_at(0x1101f), Some(32));
         assert_eq!(mark_at(0x11020), None);
-        Ok(())
-    }
-
-    /// A function of a made-up table: start, size, PC mask, rows.
-    type Func<'a> = (u64, u32, bool, &'a [(u32, &'a sframe::Row)]);
-
-    /// The file table of `funcs` (sorted, none overlapping, as validation
-    /// takes them), of a section that says its code keeps frame pointers or
-    /// not, for the text whose code is `code`.
-    fn table_of(
-        funcs: &[Func<'_>],
-        keeps_fp: bool,
-        code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
-    ) -> Result<Fdes> {
-        let mut hdr = header()?;
-        if keeps_fp {
-            hdr.flags |= sframe::F_FRAME_POINTER;
-        }
-        let mut sec_bytes =
-            sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
-                .map_err(|_| EINVAL)?;
-        let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
-        let mut packed = KVVec::new();
-        let mut row_first = KVVec::new();
-        let mut rows = KVVec::new();
-        for &(start, size, mask, fn_rows) in funcs {
-            let f = sframe::Fde {
-                func_start: 0x11000 + start,
-                func_size: size,
-                num_fres: fn_rows.len() as u32,
-                info: if mask { fde.info | 0x10 } else { fde.info },
-                rep_size: 16,
-                ..fde
-            };
-            packed.push(f.pack(0x11000).ok_or(EINVAL)?, GFP_KERNEL)?;
-            row_first.push(rows.len() as u32, GFP_KERNEL)?;
-            for &(at, r) in fn_rows {
-                rows.push(sframe::PackedRow::pack(&hdr, at, r), GFP_KERNEL)?;
-            }
-        }
-        Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows, code)
-    }
-
-    /// [`table_of`] `funcs`, with no trampoline in the text's code,
-    /// with every offset from 0 to past the last function checked, and
-    /// some far past it: its usual rows say what the step gives the full
-    /// lookup's answer, where they answer.
-    fn usual_rows_of(funcs: &[Func<'_>], keeps_fp: bool) -> Result<Fdes> {
-        let fdes = table_of(funcs, keeps_fp, &mut TextCode::zeros(0x1_0000))?;
-        let hdr = fdes.header();
-        // What the step gives the full lookup's answer: the rule of its row,
-        // if the rule cache can hold it (a PLT's rows are left to the full
-        // lookup); where no row describes the PC, the walk's end or the
-        // frame-pointer rule, as the header says.
-        let no_row = Some(if keeps_fp {
-            Cached::FramePointerInCode
-        } else {
-            Cached::End
-        });
-        let full = |off| {
-            let Some((i, f)) = fdes.find(off) else {
-                return no_row;
-            };
-            if f.pc_type() != sframe::PcType::Inc {
-                return None;
-            }
-            let fde = f.unpack(hdr.version, 0, i).ok()?;
-            let row = match fdes.known_row(i, &f, off) {
-                KnownRow::Row(r) => r.unpack(&hdr, &fde)?,
-                KnownRow::Uncovered => return no_row,
-                KnownRow::Read => return None,
-            };
-            if row.signal_frame {
-                return None;
-            }
-            let crate::step::Rule::Frame(r) = crate::step::rule(&row)? else {
-                return None;
-            };
-            let rule = CachedRule::of_frame(&r)?;
-            rule.word().map(|_| Cached::Rule(rule))
-        };
-        let end = funcs
-            .iter()
-            .map(|f| f.0 + u64::from(f.1))
-            .max()
-            .unwrap_or(0);
-        let far = [0x14000, 0xffff_fff0, 0x1_0000_0000, u64::MAX].map(|off| end.max(off));
-        // Twice: the second time, each answer comes from the table's cache
-        // of answers, or from the rows if a later offset took its slot.
-        for _ in 0..2 {
-            for off in Iterator::chain(0..end + 0x40, far) {
-                let word = fdes.usual().word(off);
-                let (usual, full) = (word.map(Cached::from_word), full(off));
-                if usual != full {
-                    pr_err!("at {off:#x}: {usual:?}, not {full:?}, in {funcs:?}\n");
-                }
-                assert_eq!(usual, full);
-                // Kept, for an offset the cache holds (below 4 GiB).
-                if off >> 32 == 0 {
-                    assert_eq!(fdes.usual().kept(off), word);
-                }
-            }
-        }
-        Ok(fdes)
-    }
-
-    /// The rows of [`usual_rows_of`]'s tests: usual ones, and ones the
-    /// rule cache cannot hold or the one pass leaves to the full lookup.
-    fn test_rows() -> [sframe::Row; 6] {
-        use sframe::{Base, CfaRule, RegRule};
-        let row = |base, offset, ra, fp| {
-            let cfa = CfaRule {
-                base,
-                offset,
-                deref: false,
-            };
-            row(cfa, ra, fp)
-        };
-        let ra = RegRule::CfaOffset(-8);
-        [
-            row(Base::Sp, 8, ra, RegRule::SameValue),
-            row(Base::Sp, 16, ra, RegRule::CfaOffset(-16)),
-            row(Base::Fp, 16, ra, RegRule::CfaOffset(-16)),
-            row(Base::Sp, 12, ra, RegRule::SameValue),
-            row(Base::Sp, 8, RegRule::Undefined, RegRule::SameValue),
-            row(Base::Sp, 16, ra, RegRule::CfaOffset(0)),
-        ]
-    }
-
-    #[test]
-    fn usual_rows_are_what_the_full_lookup_finds() -> Result {
-        let test_rows = test_rows();
-        let [entry, pushed, framed, odd, outer, fp_at_cfa] = &test_rows;
-        // (start, size, PC mask, rows): a gap before a function's first
-        // row, between functions, after one that ends where a function of
-        // size 0 starts, a PLT's repeated rows, a function of size 0 and
-        // one with rows starting together, one far away, one of size 0
-        // last (validation takes all of these; no two overlap).
-        let funcs: [Func<'_>; 9] = [
-            (
-                0x10,
-                0x30,
-                false,
-                &[(0, entry), (1, pushed), (4, framed), (0x20, odd)],
-            ),
-            (0x40, 0, false, &[]),
-            (0x50, 0x20, false, &[(4, entry), (0x10, outer)]),
-            (0x70, 0x40, true, &[(0, entry), (6, pushed)]),
-            (0x100, 0x10, false, &[(0, entry)]),
-            (0x110, 0, false, &[]),
-            (0x110, 0x10, false, &[(0, pushed), (8, fp_at_cfa)]),
-            (0x10000, 0x10, false, &[(0, framed)]),
-            (0x10010, 0, false, &[]),
-        ];
-        assert!(usual_rows_of(&funcs, true).is_ok());
-        let fdes = usual_rows_of(&funcs, false)?;
-        // The usual rules, as the step would take them.
-        let rule = |cfa_off, fp_off, use_fp| {
-            Some(Cached::Rule(CachedRule {
-                cfa_off,
-                fp_off,
-                use_fp,
-            }))
-        };
-        let (entry_rule, pushed_rule, framed_rule) =
-            (rule(8, 0, false), rule(16, -16, false), rule(16, -16, true));
-        let end = Some(Cached::End);
-        let at = |off| fdes.usual().word(off).map(Cached::from_word);
-        assert_eq!(
-            (at(0), at(0x10), at(0x11), at(0x14)),
-            (end, entry_rule, pushed_rule, framed_rule)
-        );
-        // The odd row; after a function, before a function of size 0.
-        assert_eq!((at(0x30), at(0x40), at(0x4f)), (None, end, end));
-        assert_eq!((at(0x50), at(0x54), at(0x60)), (end, entry_rule, None));
-        assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, end, entry_rule));
-        assert_eq!((at(0x110), at(0x118), at(0x120)), (pushed_rule, None, end));
-        assert_eq!((at(0x10000), at(0x10010)), (framed_rule, end));
-        // A section with no function: no row describes its text.
-        let empty = usual_rows_of(&[], false)?;
-        assert_eq!(empty.usual().word(0x10).map(Cached::from_word), end);
-        // No rows kept decoded (a registration's): nothing usual.
-        assert_eq!(none()?.usual().word(0x10), None);
-        Ok(())
-    }
-
-    #[test]
-    fn a_trampoline_where_no_row_is_left_to_the_full_lookup() -> Result {
-        use crate::sigframe::RT_SIGRETURN;
-        let test_rows = test_rows();
-        let entry = &test_rows[0];
-        // Two functions; no row describes the text before, between and
-        // after them.
-        let funcs: [Func<'_>; 2] = [
-            (0x10, 0x30, false, &[(0, entry)]),
-            (0x100, 0x10, false, &[(0, entry)]),
-        ];
-        let mut text = [0u8; 0x200];
-        // A trampoline between them, one in a function, and one starting
-        // the second function (a return address into it, minus one, is
-        // between them).
-        for at in [0x80, 0x20, 0x100] {
-            text.get_mut(at..at + RT_SIGRETURN.len())
-                .ok_or(EINVAL)?
-                .copy_from_slice(&RT_SIGRETURN);
-        }
-        let read = |buf: &mut [u8], off: u64| -> Result {
-            let off = usize::try_from(off)?;
-            buf.copy_from_slice(text.get(off..off + buf.len()).ok_or(EINVAL)?);
-            Ok(())
-        };
-        let fdes = table_of(&funcs, false, &mut TextCode { len: 0x200, read })?;
-        let at = |off| fdes.usual().word(off).map(Cached::from_word);
-        let (end, entry_rule) = (
-            Some(Cached::End),
-            Some(Cached::Rule(CachedRule {
-                cfa_off: 8,
-                fp_off: 0,
-                use_fp: false,
-            })),
-        );
-        // Where the trampoline starts, and a byte before: the full lookup,
-        // which reads the process's code there. Anywhere else, the end of
-        // the walk, with no read.
-        assert_eq!((at(0x40), at(0x7e), at(0x7f)), (end, end, None));
-        assert_eq!((at(0x80), at(0x81), at(0xfe)), (None, end, end));
-        assert_eq!((at(0xff), at(0x100), at(0x110)), (None, entry_rule, end));
-        // In a function: its row.
-        assert_eq!(
-            (at(0x1f), at(0x20), at(0x21)),
-            (entry_rule, entry_rule, entry_rule)
-        );
-        assert_eq!((at(0), at(0x10)), (end, entry_rule));
-
-        // Code that cannot be read: every PC no row describes is left to
-        // the full lookup; a fatal signal or no memory, the caller's.
-        let fail = |e: Error| TextCode {
-            len: 0x200,
-            read: move |_: &mut [u8], _| Err(e),
-        };
-        let fdes = table_of(&funcs, false, &mut fail(EIO))?;
-        let at = |off| fdes.usual().word(off).map(Cached::from_word);
-        assert_eq!((at(0), at(0x40), at(0x110)), (None, None, None));
-        assert_eq!((at(0x10), at(0x100)), (entry_rule, entry_rule));
-        for e in [ENOMEM, EINTR] {
-            assert_eq!(table_of(&funcs, false, &mut fail(e)).err(), Some(e));
-        }
-        // A text of 4 GiB or more: no usual rows. One just under, with
-        // no function: more code where no row describes it than is read
-        // (its first 4 MiB), all left to the full lookup.
-        let fdes = table_of(&[], false, &mut TextCode::zeros(u64::MAX))?;
-        assert_eq!(fdes.usual().word(0x10), None);
-        let fdes = table_of(&[], false, &mut TextCode::zeros(u64::from(u32::MAX)))?;
-        assert_eq!(fdes.usual().word(0x10), None);
-        let fdes = table_of(&[], false, &mut TextCode::zeros(4 << 20))?;
-        assert_eq!(fdes.usual().word(0x10).map(Cached::from_word), end);
-        Ok(())
-    }
-
-    /// Made-up tables by the hundred: functions of random sizes (0
-    /// included), gaps and PC masks, rows of every kind at random
-    /// offsets, some of them shared; every offset checked as above.
-    #[test]
-    fn usual_rows_of_random_tables() -> Result {
-        let test_rows = test_rows();
-        // xorshift64: the same tables every run.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
-        for _ in 0..200 {
-            // Each function's rows, at most 6: (offset, row).
-            let mut all_rows = [[(0u32, &test_rows[0]); 6]; 12];
-            let mut shape = [(0u64, 0u32, false, 0usize); 12];
-            let mut at = next(3) * 8;
-            let nfuncs = 1 + next(12) as usize;
-            for (k, f) in shape.iter_mut().enumerate().take(nfuncs) {
-                let size = if next(6) == 0 { 0 } else { 1 + next(80) as u32 };
-                let mask = size >= 16 && next(8) == 0;
-                // A PLT's rows are offsets in its 16-byte block.
-                let span = if mask { 16 } else { size.max(1) };
-                let n = if size == 0 { 0 } else { next(7) as usize };
-                let mut off = next(2) as u32 * next(u64::from(span)) as u32;
-                let mut nrows = 0;
-                for r in all_rows[k].iter_mut().take(n) {
-                    if off >= span {
-                        break;
-                    }
-                    *r = (off, &test_rows[next(6) as usize]);
-                    nrows += 1;
-                    off += 1 + next(12) as u32;
-                }
-                *f = (at, size, mask, nrows);
-                // The next one where this one ends, or after a gap.
-                at += u64::from(size) + if next(2) == 0 { 0 } else { next(40) };
-            }
-            let mut funcs: KVVec<Func<'_>> = KVVec::new();
-            for (k, &(start, size, mask, nrows)) in shape.iter().enumerate().take(nfuncs) {
-                let rows = all_rows.get(k).and_then(|r| r.get(..nrows)).ok_or(EINVAL)?;
-                funcs.push((start, size, mask, rows), GFP_KERNEL)?;
-            }
-            usual_rows_of(&funcs, next(2) == 0)?;
-        }
         Ok(())
     }
 }

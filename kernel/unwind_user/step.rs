@@ -7,7 +7,7 @@
 //! grows and stays aligned, and advances.
 
 use crate::{
-    file_table,
+    attach_state,
     registry::{Counters, Found, NoPreempt, SframeMm},
     rule_cache::{Cached, CachedRule},
     section::KnownRow,
@@ -16,7 +16,7 @@ use crate::{
 };
 use kernel::{
     bindings,
-    error::code::{E2BIG, EAGAIN, EFAULT, EINVAL, ENOENT},
+    error::code::{E2BIG, EFAULT, EINVAL, ENOENT},
     ffi::c_int,
     prelude::*,
 };
@@ -193,6 +193,25 @@ enum Step {
     /// The frame was a signal frame: `state` now holds the interrupted
     /// context.
     Signal,
+    /// No registration covers the frame, in an address space that is not
+    /// settled: the walk driver attaches the tables, or says whether the
+    /// walk ends, and retries ([`retry`]).
+    NeedsTables,
+}
+
+/// What [`next`] returns for [`Step::NeedsTables`]: never returned to C.
+pub(crate) const NEEDS_TABLES: c_int = 2;
+
+/// Whether a step may ask for tables ([`Step::NeedsTables`]), or is the
+/// retry after the walk driver dealt with that.
+#[derive(Clone, Copy)]
+enum Tables {
+    /// The first try.
+    MayAsk,
+    /// The retry. `later`: only a later walk, one that may sleep, can say
+    /// whether a table describes the PC, so this one caches nothing for
+    /// it.
+    Asked { later: bool },
 }
 
 /// Is `state->ip` the signal trampoline? Only asked for IPs no row
@@ -296,7 +315,7 @@ fn read_row(
             WALK_BYTES
         };
         let allowance = walk_max.saturating_sub(state.sframe_bytes).min(FRAME_BYTES);
-        let mut reader = UserReader::new(s, mem, allowance);
+        let mut reader = UserReader::new(s.sframe_start, mem, allowance);
         let r = find_row(found, i, &fde, &mut reader, pc);
         state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
         state.sframe_reads = state.sframe_reads.saturating_add(reader.reads);
@@ -338,23 +357,13 @@ fn read_row(
 /// for a deferred unwind that attaches them where it may sleep
 /// (`state->prefault`), and is incomplete, so that a caller that defers
 /// user stacks (`perf record --call-graph fp,defer`) takes that unwind's
-/// stack instead. Returns whether the walk ends there (counted as a walk
-/// ended at what it could not read): where a table may describe the frame
-/// once attached (a mapping of a file with a section of its own is
-/// pending, or an agent attaches tables: [`SframeMm::tables_pending`],
-/// [`file_table::agent_tables`]), rather than guess its caller with the
-/// frame-pointer rule. Otherwise the frame is
-/// the frame-pointer rule's, as for code no table describes: a caller that
-/// takes this walk's stack (plain `perf record -g`, `bpf_get_stack()`)
-/// has nothing better coming, and a frame-pointer distribution's new
-/// process gets from its first sample the stacks mainline's walk gives.
-pub(crate) fn attach_pending(
-    mm: Option<&SframeMm>,
-    state: &mut bindings::unwind_user_state,
-) -> bool {
+/// stack instead. `ends`: the walk ends there (counted as a walk ended at
+/// what it could not read), where a table may describe the frame once
+/// attached, rather than guess its caller with the frame-pointer rule;
+/// the walk driver decides. Returns `ends`.
+pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state, ends: bool) -> bool {
     state.prefault = true;
     state.incomplete = true;
-    let ends = mm.is_none_or(SframeMm::tables_pending) || file_table::agent_tables();
     if ends {
         bump(&mut state.sframe_faults);
     }
@@ -545,9 +554,36 @@ fn next_uncached(
             return take_cached(state, frame, c);
         }
     }
-    match lookup_step(mm, state, frame, pc, adj) {
+    step_result(lookup_step(mm, state, frame, pc, adj, Tables::MayAsk))
+}
+
+/// [`next`] again for the frame of `state`, after a try that returned
+/// [`NEEDS_TABLES`]: the walk driver attached the tables (or, at NMI or
+/// IRQ time, found none may come); `later` as in [`Tables::Asked`].
+#[inline(never)]
+pub(crate) fn retry(
+    mm: &SframeMm,
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+    later: bool,
+) -> c_int {
+    let (pc, adj) = lookup_pc(state);
+    step_result(lookup_step(
+        mm,
+        state,
+        frame,
+        pc,
+        adj,
+        Tables::Asked { later },
+    ))
+}
+
+/// What the step returns for `r`.
+fn step_result(r: Result<Step>) -> c_int {
+    match r {
         Ok(Step::Frame) => 0,
         Ok(Step::Signal) => 1,
+        Ok(Step::NeedsTables) => NEEDS_TABLES,
         Err(e) => e.to_errno(),
     }
 }
@@ -560,44 +596,27 @@ fn lookup_step(
     frame: &mut bindings::unwind_user_frame,
     pc: usize,
     adj: bool,
+    tables: Tables,
 ) -> Result<Step> {
     if pc < kernel::page::PAGE_SIZE {
         bump(&mut state.sframe_fallbacks);
         return Err(ENOENT);
     }
-    let mut lookup = mm.lookup(pc);
+    let lookup = mm.lookup(pc);
     // Code no registration covers may be a file's whose table is not
-    // attached to this address space yet: a walk that may sleep attaches
-    // it, once. `attach_later`: only a later walk, one that may sleep, can
-    // say whether a table describes `pc`, so this one caches nothing for
-    // it; any other miss is cached below.
-    let mut attach_later = false;
-    if lookup.found.is_none() {
-        let files_gen = file_table::gen();
-        // Unless every file mapped executable had its table attached, in
-        // this generation of the tables, and none was mapped unsettled.
-        if !mm.files_attached(files_gen) {
-            // At NMI or IRQ time, a deferred unwind attaches them.
-            if state.nofault {
-                if attach_pending(Some(mm), state) {
-                    return Err(EAGAIN);
-                }
-                attach_later = true;
-            } else {
-                let task = kernel::current!();
-                if let Some(current) = task.mm() {
-                    match file_table::attach_mapped(current, mm, files_gen) {
-                        file_table::Attach::None => {}
-                        file_table::Attach::Attached => lookup = mm.lookup(pc),
-                        file_table::Attach::Later => {
-                            attach_later = true;
-                            lookup = mm.lookup(pc);
-                        }
-                    }
-                }
-            }
+    // attached to this address space yet: unless every file mapped
+    // executable had its table attached, in this generation of the tables,
+    // and none was mapped unsettled since, the walk driver attaches them
+    // (or at NMI or IRQ time asks for that) and comes back, once.
+    let attach_later = match tables {
+        Tables::MayAsk
+            if lookup.found.is_none() && !mm.attach.is_settled(attach_state::files_gen()) =>
+        {
+            return Ok(Step::NeedsTables);
         }
-    }
+        Tables::MayAsk => false,
+        Tables::Asked { later } => later,
+    };
     // A walk that meets a newer generation goes on with it: its rules are
     // as current as the walk.
     state.sframe_gen = lookup.gen;
@@ -883,6 +902,43 @@ mod tests {
     }
 
     #[test]
+    fn code_no_registration_covers_asks_for_tables_once() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mm = mm.exclusive();
+        let gen = mm.gen();
+        let pc = 0x40_1000;
+        let step = |nofault, tables: Option<bool>| {
+            let mut state = bindings::unwind_user_state {
+                ip: pc + 1,
+                nofault,
+                sframe_gen: gen,
+                ..Default::default()
+            };
+            let mut frame = bindings::unwind_user_frame::default();
+            let r = match tables {
+                None => next(&mm, &mut state, &mut frame),
+                Some(later) => retry(&mm, &mut state, &mut frame, later),
+            };
+            (r, state.sframe_fallbacks)
+        };
+        // Not settled: the step asks the walk driver for tables, at any
+        // time, and counts nothing.
+        assert_eq!(step(false, None), (NEEDS_TABLES, 0));
+        assert_eq!(step(true, None), (NEEDS_TABLES, 0));
+        // The retry does not ask again: the frame-pointer rule, cached
+        // only if no later walk may find a table there.
+        assert_eq!(step(true, Some(true)), (ENOENT.to_errno(), 1));
+        assert_eq!(mm.cached(pc, true, gen), None);
+        assert_eq!(step(false, Some(false)), (ENOENT.to_errno(), 1));
+        assert!(mm.cached(pc, true, gen).is_some());
+        // Settled: no question.
+        mm.attach
+            .set_settled(attach_state::files_gen(), mm.attach.unsettled());
+        assert_eq!(step(true, None), (ENOENT.to_errno(), 1));
+        Ok(())
+    }
+
+    #[test]
     fn a_signal_trampolines_row_is_never_taken_as_a_frame_rule() -> Result {
         use crate::registry::fixtures::TEST_SECTION_V3_SIGNAL;
         let (s, fdes) = file_table(&TEST_SECTION_V3_SIGNAL)?;
@@ -1064,5 +1120,323 @@ mod tests {
                 sframe::Section::new(bytes, len as u32, 0x10000).and_then(|mut s| s.validate());
             assert!(ok.is_err());
         }
+    }
+}
+
+/// The usual rows against the full lookup, whose rows the step translates
+/// into rules ([`rule`]).
+#[kunit_tests(unwind_user_usual_rows)]
+mod usual_rows_tests {
+    use super::rule;
+    use crate::registry::fixtures::*;
+    use crate::rule_cache::{Cached, CachedRule};
+    use crate::section::{Fdes, KnownRow};
+    use crate::usual::TextCode;
+    use kernel::{alloc::KVVec, error::code::EINVAL, prelude::*};
+
+    /// A function of a made-up table: start, size, PC mask, rows.
+    type Func<'a> = (u64, u32, bool, &'a [(u32, &'a sframe::Row)]);
+
+    /// The file table of `funcs` (sorted, none overlapping, as validation
+    /// takes them), of a section that says its code keeps frame pointers or
+    /// not, for the text whose code is `code`.
+    fn table_of(
+        funcs: &[Func<'_>],
+        keeps_fp: bool,
+        code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
+    ) -> Result<Fdes> {
+        let mut hdr = header()?;
+        if keeps_fp {
+            hdr.flags |= sframe::F_FRAME_POINTER;
+        }
+        let mut sec_bytes =
+            sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000)
+                .map_err(|_| EINVAL)?;
+        let fde = sec_bytes.fde(0).map_err(|_| EINVAL)?;
+        let mut packed = KVVec::new();
+        let mut row_first = KVVec::new();
+        let mut rows = KVVec::new();
+        for &(start, size, mask, fn_rows) in funcs {
+            let f = sframe::Fde {
+                func_start: 0x11000 + start,
+                func_size: size,
+                num_fres: fn_rows.len() as u32,
+                info: if mask { fde.info | 0x10 } else { fde.info },
+                rep_size: 16,
+                ..fde
+            };
+            packed.push(f.pack(0x11000).ok_or(EINVAL)?, GFP_KERNEL)?;
+            row_first.push(rows.len() as u32, GFP_KERNEL)?;
+            for &(at, r) in fn_rows {
+                rows.push(sframe::PackedRow::pack(&hdr, at, r), GFP_KERNEL)?;
+            }
+        }
+        Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows, code)
+    }
+
+    /// [`table_of`] `funcs`, with no trampoline in the text's code,
+    /// with every offset from 0 to past the last function checked, and
+    /// some far past it: its usual rows say what the step gives the full
+    /// lookup's answer, where they answer.
+    fn usual_rows_of(funcs: &[Func<'_>], keeps_fp: bool) -> Result<Fdes> {
+        let fdes = table_of(funcs, keeps_fp, &mut TextCode::zeros(0x1_0000))?;
+        let hdr = fdes.header();
+        // What the step gives the full lookup's answer: the rule of its row,
+        // if the rule cache can hold it (a PLT's rows are left to the full
+        // lookup); where no row describes the PC, the walk's end or the
+        // frame-pointer rule, as the header says.
+        let no_row = Some(if keeps_fp {
+            Cached::FramePointerInCode
+        } else {
+            Cached::End
+        });
+        let full = |off| {
+            let Some((i, f)) = fdes.find(off) else {
+                return no_row;
+            };
+            if f.pc_type() != sframe::PcType::Inc {
+                return None;
+            }
+            let fde = f.unpack(hdr.version, 0, i).ok()?;
+            let row = match fdes.known_row(i, &f, off) {
+                KnownRow::Row(r) => r.unpack(&hdr, &fde)?,
+                KnownRow::Uncovered => return no_row,
+                KnownRow::Read => return None,
+            };
+            if row.signal_frame {
+                return None;
+            }
+            let super::Rule::Frame(r) = rule(&row)? else {
+                return None;
+            };
+            let rule = CachedRule::of_frame(&r)?;
+            rule.word().map(|_| Cached::Rule(rule))
+        };
+        let end = funcs
+            .iter()
+            .map(|f| f.0 + u64::from(f.1))
+            .max()
+            .unwrap_or(0);
+        let far = [0x14000, 0xffff_fff0, 0x1_0000_0000, u64::MAX].map(|off| end.max(off));
+        // Twice: the second time, each answer comes from the table's cache
+        // of answers, or from the rows if a later offset took its slot.
+        for _ in 0..2 {
+            for off in Iterator::chain(0..end + 0x40, far) {
+                let word = fdes.usual().word(off);
+                let (usual, full) = (word.map(Cached::from_word), full(off));
+                if usual != full {
+                    pr_err!("at {off:#x}: {usual:?}, not {full:?}, in {funcs:?}\n");
+                }
+                assert_eq!(usual, full);
+                // Kept, for an offset the cache holds (below 4 GiB).
+                if off >> 32 == 0 {
+                    assert_eq!(fdes.usual().kept(off), word);
+                }
+            }
+        }
+        Ok(fdes)
+    }
+
+    /// The rows of [`usual_rows_of`]'s tests: usual ones, and ones the
+    /// rule cache cannot hold or the one pass leaves to the full lookup.
+    fn test_rows() -> [sframe::Row; 6] {
+        use sframe::{Base, CfaRule, RegRule};
+        let row = |base, offset, ra, fp| {
+            let cfa = CfaRule {
+                base,
+                offset,
+                deref: false,
+            };
+            row(cfa, ra, fp)
+        };
+        let ra = RegRule::CfaOffset(-8);
+        [
+            row(Base::Sp, 8, ra, RegRule::SameValue),
+            row(Base::Sp, 16, ra, RegRule::CfaOffset(-16)),
+            row(Base::Fp, 16, ra, RegRule::CfaOffset(-16)),
+            row(Base::Sp, 12, ra, RegRule::SameValue),
+            row(Base::Sp, 8, RegRule::Undefined, RegRule::SameValue),
+            row(Base::Sp, 16, ra, RegRule::CfaOffset(0)),
+        ]
+    }
+
+    #[test]
+    fn usual_rows_are_what_the_full_lookup_finds() -> Result {
+        let test_rows = test_rows();
+        let [entry, pushed, framed, odd, outer, fp_at_cfa] = &test_rows;
+        // (start, size, PC mask, rows): a gap before a function's first
+        // row, between functions, after one that ends where a function of
+        // size 0 starts, a PLT's repeated rows, a function of size 0 and
+        // one with rows starting together, one far away, one of size 0
+        // last (validation takes all of these; no two overlap).
+        let funcs: [Func<'_>; 9] = [
+            (
+                0x10,
+                0x30,
+                false,
+                &[(0, entry), (1, pushed), (4, framed), (0x20, odd)],
+            ),
+            (0x40, 0, false, &[]),
+            (0x50, 0x20, false, &[(4, entry), (0x10, outer)]),
+            (0x70, 0x40, true, &[(0, entry), (6, pushed)]),
+            (0x100, 0x10, false, &[(0, entry)]),
+            (0x110, 0, false, &[]),
+            (0x110, 0x10, false, &[(0, pushed), (8, fp_at_cfa)]),
+            (0x10000, 0x10, false, &[(0, framed)]),
+            (0x10010, 0, false, &[]),
+        ];
+        assert!(usual_rows_of(&funcs, true).is_ok());
+        let fdes = usual_rows_of(&funcs, false)?;
+        // The usual rules, as the step would take them.
+        let rule = |cfa_off, fp_off, use_fp| {
+            Some(Cached::Rule(CachedRule {
+                cfa_off,
+                fp_off,
+                use_fp,
+            }))
+        };
+        let (entry_rule, pushed_rule, framed_rule) =
+            (rule(8, 0, false), rule(16, -16, false), rule(16, -16, true));
+        let end = Some(Cached::End);
+        let at = |off| fdes.usual().word(off).map(Cached::from_word);
+        assert_eq!(
+            (at(0), at(0x10), at(0x11), at(0x14)),
+            (end, entry_rule, pushed_rule, framed_rule)
+        );
+        // The odd row; after a function, before a function of size 0.
+        assert_eq!((at(0x30), at(0x40), at(0x4f)), (None, end, end));
+        assert_eq!((at(0x50), at(0x54), at(0x60)), (end, entry_rule, None));
+        assert_eq!((at(0x76), at(0xb0), at(0x100)), (None, end, entry_rule));
+        assert_eq!((at(0x110), at(0x118), at(0x120)), (pushed_rule, None, end));
+        assert_eq!((at(0x10000), at(0x10010)), (framed_rule, end));
+        // A section with no function: no row describes its text.
+        let empty = usual_rows_of(&[], false)?;
+        assert_eq!(empty.usual().word(0x10).map(Cached::from_word), end);
+        // No rows kept decoded (a registration's): nothing usual.
+        assert_eq!(none()?.usual().word(0x10), None);
+        Ok(())
+    }
+
+    #[test]
+    fn a_trampoline_where_no_row_is_left_to_the_full_lookup() -> Result {
+        use crate::sigframe::RT_SIGRETURN;
+        let test_rows = test_rows();
+        let entry = &test_rows[0];
+        // Two functions; no row describes the text before, between and
+        // after them.
+        let funcs: [Func<'_>; 2] = [
+            (0x10, 0x30, false, &[(0, entry)]),
+            (0x100, 0x10, false, &[(0, entry)]),
+        ];
+        let mut text = [0u8; 0x200];
+        // A trampoline between them, one in a function, and one starting
+        // the second function (a return address into it, minus one, is
+        // between them).
+        for at in [0x80, 0x20, 0x100] {
+            text.get_mut(at..at + RT_SIGRETURN.len())
+                .ok_or(EINVAL)?
+                .copy_from_slice(&RT_SIGRETURN);
+        }
+        let read = |buf: &mut [u8], off: u64| -> Result {
+            let off = usize::try_from(off)?;
+            buf.copy_from_slice(text.get(off..off + buf.len()).ok_or(EINVAL)?);
+            Ok(())
+        };
+        let fdes = table_of(&funcs, false, &mut TextCode { len: 0x200, read })?;
+        let at = |off| fdes.usual().word(off).map(Cached::from_word);
+        let (end, entry_rule) = (
+            Some(Cached::End),
+            Some(Cached::Rule(CachedRule {
+                cfa_off: 8,
+                fp_off: 0,
+                use_fp: false,
+            })),
+        );
+        // Where the trampoline starts, and a byte before: the full lookup,
+        // which reads the process's code there. Anywhere else, the end of
+        // the walk, with no read.
+        assert_eq!((at(0x40), at(0x7e), at(0x7f)), (end, end, None));
+        assert_eq!((at(0x80), at(0x81), at(0xfe)), (None, end, end));
+        assert_eq!((at(0xff), at(0x100), at(0x110)), (None, entry_rule, end));
+        // In a function: its row.
+        assert_eq!(
+            (at(0x1f), at(0x20), at(0x21)),
+            (entry_rule, entry_rule, entry_rule)
+        );
+        assert_eq!((at(0), at(0x10)), (end, entry_rule));
+
+        // Code that cannot be read: every PC no row describes is left to
+        // the full lookup; a fatal signal or no memory, the caller's.
+        let fail = |e: Error| TextCode {
+            len: 0x200,
+            read: move |_: &mut [u8], _| Err(e),
+        };
+        let fdes = table_of(&funcs, false, &mut fail(EIO))?;
+        let at = |off| fdes.usual().word(off).map(Cached::from_word);
+        assert_eq!((at(0), at(0x40), at(0x110)), (None, None, None));
+        assert_eq!((at(0x10), at(0x100)), (entry_rule, entry_rule));
+        for e in [ENOMEM, EINTR] {
+            assert_eq!(table_of(&funcs, false, &mut fail(e)).err(), Some(e));
+        }
+        // A text of 4 GiB or more: no usual rows. One just under, with
+        // no function: more code where no row describes it than is read
+        // (its first 4 MiB), all left to the full lookup.
+        let fdes = table_of(&[], false, &mut TextCode::zeros(u64::MAX))?;
+        assert_eq!(fdes.usual().word(0x10), None);
+        let fdes = table_of(&[], false, &mut TextCode::zeros(u64::from(u32::MAX)))?;
+        assert_eq!(fdes.usual().word(0x10), None);
+        let fdes = table_of(&[], false, &mut TextCode::zeros(4 << 20))?;
+        assert_eq!(fdes.usual().word(0x10).map(Cached::from_word), end);
+        Ok(())
+    }
+
+    /// Made-up tables by the hundred: functions of random sizes (0
+    /// included), gaps and PC masks, rows of every kind at random
+    /// offsets, some of them shared; every offset checked as above.
+    #[test]
+    fn usual_rows_of_random_tables() -> Result {
+        let test_rows = test_rows();
+        // xorshift64: the same tables every run.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..200 {
+            // Each function's rows, at most 6: (offset, row).
+            let mut all_rows = [[(0u32, &test_rows[0]); 6]; 12];
+            let mut shape = [(0u64, 0u32, false, 0usize); 12];
+            let mut at = next(3) * 8;
+            let nfuncs = 1 + next(12) as usize;
+            for (k, f) in shape.iter_mut().enumerate().take(nfuncs) {
+                let size = if next(6) == 0 { 0 } else { 1 + next(80) as u32 };
+                let mask = size >= 16 && next(8) == 0;
+                // A PLT's rows are offsets in its 16-byte block.
+                let span = if mask { 16 } else { size.max(1) };
+                let n = if size == 0 { 0 } else { next(7) as usize };
+                let mut off = next(2) as u32 * next(u64::from(span)) as u32;
+                let mut nrows = 0;
+                for r in all_rows[k].iter_mut().take(n) {
+                    if off >= span {
+                        break;
+                    }
+                    *r = (off, &test_rows[next(6) as usize]);
+                    nrows += 1;
+                    off += 1 + next(12) as u32;
+                }
+                *f = (at, size, mask, nrows);
+                // The next one where this one ends, or after a gap.
+                at += u64::from(size) + if next(2) == 0 { 0 } else { next(40) };
+            }
+            let mut funcs: KVVec<Func<'_>> = KVVec::new();
+            for (k, &(start, size, mask, nrows)) in shape.iter().enumerate().take(nfuncs) {
+                let rows = all_rows.get(k).and_then(|r| r.get(..nrows)).ok_or(EINVAL)?;
+                funcs.push((start, size, mask, rows), GFP_KERNEL)?;
+            }
+            usual_rows_of(&funcs, next(2) == 0)?;
+        }
+        Ok(())
     }
 }

@@ -47,6 +47,7 @@ use kernel::{
 const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 
 mod assist;
+mod attach_state;
 mod elf;
 mod file_table;
 mod memory;
@@ -127,7 +128,7 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
         state.sframe_mm = core::ptr::null_mut();
         return true;
     };
-    smm.sync_files(file_table::gen());
+    smm.sync_files(attach_state::files_gen());
     state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
     step::start(smm, state);
     true
@@ -186,9 +187,53 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     let (state, frame) = unsafe { (&mut *state, &mut *frame) };
     // SAFETY: Set up by `unwind_user_sframe_start()` (the caller's contract).
     match unsafe { walk_registry(state) } {
-        Some(smm) => step::next(smm, state, frame),
+        Some(smm) => match step::next(smm, state, frame) {
+            step::NEEDS_TABLES => attach_and_retry(smm, state, frame),
+            r => r,
+        },
         None => first_step(state, frame),
     }
+}
+
+/// Does a walk at NMI or IRQ time, in `smm`'s address space (`None`: one
+/// with no registry yet) that is not settled, end at code no registration
+/// covers? Where a table may describe it once attached: a mapping of a
+/// file that has a table or a section of its own is pending, or an agent
+/// attaches tables (which may describe any file). Elsewhere the
+/// frame-pointer rule takes the frame, as for code no table describes: a
+/// caller that takes this walk's stack (plain `perf record -g`,
+/// `bpf_get_stack()`) has nothing better coming, and a frame-pointer
+/// distribution's new process gets from its first sample the stacks
+/// mainline's walk gives.
+fn tables_may_come(smm: Option<&SframeMm>) -> bool {
+    smm.is_none_or(|m| m.attach.tables_pending()) || file_table::agent_tables()
+}
+
+/// The step of `state` that found no registration for its frame in `smm`,
+/// an address space that is not settled: a walk that may sleep attaches
+/// the tables of the files it maps; one at NMI or IRQ time asks for a
+/// deferred unwind that does, and ends where a table may come. Then the
+/// step again. Never in line: the cold path of the step.
+#[inline(never)]
+fn attach_and_retry(
+    smm: &SframeMm,
+    state: &mut bindings::unwind_user_state,
+    frame: &mut bindings::unwind_user_frame,
+) -> c_int {
+    let later = if state.nofault {
+        if step::attach_pending(state, tables_may_come(Some(smm))) {
+            return EAGAIN.to_errno();
+        }
+        true
+    } else {
+        let files_gen = attach_state::files_gen();
+        let task = kernel::current!();
+        match task.mm() {
+            Some(mm) => file_table::attach_mapped(mm, smm, files_gen) == file_table::Attach::Later,
+            None => false,
+        }
+    };
+    step::retry(smm, state, frame, later)
 }
 
 /// [`unwind_user_sframe_next`] in a walk that found no registry: out of
@@ -202,7 +247,7 @@ fn first_step(
     // A walk that may meet file tables, in an address space with no
     // registry yet: one that may sleep makes one for what it finds.
     if state.nofault {
-        step::attach_pending(None, state);
+        step::attach_pending(state, tables_may_come(None));
         return EAGAIN.to_errno();
     }
     if !walk_create_registry(state) {
@@ -210,7 +255,10 @@ fn first_step(
     }
     // SAFETY: Set by `walk_create_registry()` for this walk.
     match unsafe { walk_registry(state) } {
-        Some(smm) => step::next(smm, state, frame),
+        Some(smm) => match step::next(smm, state, frame) {
+            step::NEEDS_TABLES => attach_and_retry(smm, state, frame),
+            r => r,
+        },
         None => ENOENT.to_errno(),
     }
 }

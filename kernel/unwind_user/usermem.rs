@@ -5,7 +5,6 @@
 //! frame. One reader for both contexts: faultable in task context, never
 //! faulting at NMI or IRQ time.
 
-use crate::section::Section;
 use kernel::{
     bindings,
     error::code::EFAULT,
@@ -88,10 +87,11 @@ impl UserReader {
     /// validation of a large section must not hog the CPU.
     const RESCHED_BYTES: u32 = 64 << 10;
 
-    /// A reader of `s` through `mem` that may read `left` bytes.
-    pub(crate) fn new(s: &Section, mem: UserMem, left: u32) -> Self {
+    /// A reader of the section at user address `sframe_start` through
+    /// `mem` that may read `left` bytes.
+    pub(crate) fn new(sframe_start: usize, mem: UserMem, left: u32) -> Self {
         UserReader {
-            base: s.sframe_start,
+            base: sframe_start,
             mem,
             left,
             exhausted: false,
