@@ -37,8 +37,8 @@ ALLOC = re.compile(
 # does is not the unwinder's doing; waking a task, the writer that waits
 # for a VMA lock the deferred walk held, say, may move the wakee off an
 # offline CPU and free its old CPU mask). And the two places a walk in task
-# context allocates by design, never at NMI or IRQ time (the step checks
-# `state->nofault` before either): attaching the file tables of what the
+# context allocates by design, never at NMI or IRQ time (the walk driver
+# checks `state->nofault` before either): attaching the file tables of what the
 # address space maps (file_table::attach_mapped, which builds a table the
 # first time a file is met) and creating the address space's registry
 # (file_table::registry_for_walk).

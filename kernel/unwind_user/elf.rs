@@ -30,11 +30,67 @@ const MAX_PHDRS: usize = 128;
 struct Raw<T>(T);
 
 const _: () = {
-    assert!(size_of::<bindings::elf64_hdr>() == 64);
-    assert!(size_of::<bindings::elf64_phdr>() == 56);
+    // The fields take all of the structs' bytes: no padding.
+    let h = bindings::elf64_hdr {
+        e_ident: [0; 16],
+        e_type: 0,
+        e_machine: 0,
+        e_version: 0,
+        e_entry: 0,
+        e_phoff: 0,
+        e_shoff: 0,
+        e_flags: 0,
+        e_ehsize: 0,
+        e_phentsize: 0,
+        e_phnum: 0,
+        e_shentsize: 0,
+        e_shnum: 0,
+        e_shstrndx: 0,
+    };
+    assert!(
+        size_of::<bindings::elf64_hdr>()
+            == size_of_val(&h.e_ident)
+                + size_of_val(&h.e_type)
+                + size_of_val(&h.e_machine)
+                + size_of_val(&h.e_version)
+                + size_of_val(&h.e_entry)
+                + size_of_val(&h.e_phoff)
+                + size_of_val(&h.e_shoff)
+                + size_of_val(&h.e_flags)
+                + size_of_val(&h.e_ehsize)
+                + size_of_val(&h.e_phentsize)
+                + size_of_val(&h.e_phnum)
+                + size_of_val(&h.e_shentsize)
+                + size_of_val(&h.e_shnum)
+                + size_of_val(&h.e_shstrndx)
+    );
+    let p = bindings::elf64_phdr {
+        p_type: 0,
+        p_flags: 0,
+        p_offset: 0,
+        p_vaddr: 0,
+        p_paddr: 0,
+        p_filesz: 0,
+        p_memsz: 0,
+        p_align: 0,
+    };
+    assert!(
+        size_of::<bindings::elf64_phdr>()
+            == size_of_val(&p.p_type)
+                + size_of_val(&p.p_flags)
+                + size_of_val(&p.p_offset)
+                + size_of_val(&p.p_vaddr)
+                + size_of_val(&p.p_paddr)
+                + size_of_val(&p.p_filesz)
+                + size_of_val(&p.p_memsz)
+                + size_of_val(&p.p_align)
+    );
 };
-// SAFETY: Integer fields only, and no padding: the ELF64 ABI lays both
-// structs out at these sizes with no gap, as checked above.
+// The fields are read as the file stores them: little-endian, as the
+// identification bytes require (ELFDATA2LSB).
+const _: () = assert!(cfg!(target_endian = "little"));
+// SAFETY: Integer fields (and an array of bytes) only, and no padding, as
+// checked above.
 unsafe impl FromBytes for Raw<bindings::elf64_hdr> {}
 // SAFETY: As above.
 unsafe impl AsBytes for Raw<bindings::elf64_hdr> {}

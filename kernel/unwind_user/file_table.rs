@@ -580,8 +580,8 @@ fn count(table: &FileTable, added: bool) {
 /// have tables an agent attached)? Then a file with no table and no
 /// section of its own may get one, and a walk at NMI or IRQ time that
 /// meets code no table attached describes yet has something better coming
-/// than the frame-pointer rule: the deferred unwind that attaches it
-/// (`step::attach_pending`).
+/// than the frame-pointer rule: the deferred unwind that attaches it (the
+/// walk driver's `tables_may_come()`, `unwind_user.rs`).
 pub(crate) fn agent_tables() -> bool {
     NR_AGENT.load(Relaxed) != 0
 }

@@ -194,13 +194,22 @@ enum Step {
     /// context.
     Signal,
     /// No registration covers the frame, in an address space that is not
-    /// settled: the walk driver attaches the tables, or says whether the
-    /// walk ends, and retries ([`retry`]).
+    /// settled: for the walk driver ([`Driver`]).
     NeedsTables,
 }
 
-/// What [`next`] returns for [`Step::NeedsTables`]: never returned to C.
-pub(crate) const NEEDS_TABLES: c_int = 2;
+/// The walk driver, for a step that needs tables ([`Step::NeedsTables`]):
+/// it attaches them (or, at NMI or IRQ time, decides whether the walk
+/// ends) and steps again with [`retry`]. A type parameter of the step, so
+/// that the step imports nothing above it and still tail-calls it.
+pub(crate) trait Driver {
+    /// The step of `state`'s frame in `mm`, which needs tables.
+    fn needs_tables(
+        mm: &SframeMm,
+        state: &mut bindings::unwind_user_state,
+        frame: &mut bindings::unwind_user_frame,
+    ) -> c_int;
+}
 
 /// Whether a step may ask for tables ([`Step::NeedsTables`]), or is the
 /// retry after the walk driver dealt with that.
@@ -403,18 +412,18 @@ pub(crate) fn start(mm: &SframeMm, state: &mut bindings::unwind_user_state) {
 /// so is every PC of a walk that the previous step found meeting new
 /// return addresses (`UNWIND_USER_SFRAME_LOOKUP`), without the probe.
 #[inline(always)]
-pub(crate) fn next(
+pub(crate) fn next<D: Driver>(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
     if state.sframe_hint == NEXT_LOOKUP {
-        return next_usual(mm, state, frame);
+        return next_usual::<D>(mm, state, frame);
     }
     let (pc, adj) = lookup_pc(state);
     match mm.cached(pc, adj, state.sframe_gen) {
         Some(c) => take_cached(state, frame, c),
-        None => next_usual(mm, state, frame),
+        None => next_usual::<D>(mm, state, frame),
     }
 }
 
@@ -498,7 +507,7 @@ fn user_mem(state: &bindings::unwind_user_state) -> UserMem {
 /// was the hint), any other PC the cache holds, whose cached answer the
 /// step then takes, as a probe would have.
 #[inline(never)]
-fn next_usual(
+fn next_usual<D: Driver>(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
@@ -510,7 +519,7 @@ fn next_usual(
     let Some((gen, answer, seen)) = mm.usual_rule(&no_preempt, pc, adj, &mut state.sframe_entry)
     else {
         drop(no_preempt);
-        return next_uncached(mm, state, frame);
+        return next_uncached::<D>(mm, state, frame);
     };
     state.sframe_hint = if seen { NEXT_PROBE } else { hint };
     // A walk that meets a newer generation goes on with it, as
@@ -538,7 +547,7 @@ fn next_hint(hint: u8, adj: bool, seen: bool) -> u8 {
 
 /// [`next_usual`]'s step for a PC no usual row answers.
 #[inline(never)]
-fn next_uncached(
+fn next_uncached<D: Driver>(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
@@ -554,12 +563,16 @@ fn next_uncached(
             return take_cached(state, frame, c);
         }
     }
-    step_result(lookup_step(mm, state, frame, pc, adj, Tables::MayAsk))
+    match lookup_step(mm, state, frame, pc, adj, Tables::MayAsk) {
+        Ok(Step::NeedsTables) => D::needs_tables(mm, state, frame),
+        r => step_result(r),
+    }
 }
 
-/// [`next`] again for the frame of `state`, after a try that returned
-/// [`NEEDS_TABLES`]: the walk driver attached the tables (or, at NMI or
-/// IRQ time, found none may come); `later` as in [`Tables::Asked`].
+/// [`next`] again for the frame of `state`, for the walk driver after a
+/// try that needed tables ([`Driver`]): it attached them (or, at NMI or
+/// IRQ time, found that none may come); `later` as in [`Tables::Asked`].
+/// It does not ask again.
 #[inline(never)]
 pub(crate) fn retry(
     mm: &SframeMm,
@@ -583,13 +596,14 @@ fn step_result(r: Result<Step>) -> c_int {
     match r {
         Ok(Step::Frame) => 0,
         Ok(Step::Signal) => 1,
-        Ok(Step::NeedsTables) => NEEDS_TABLES,
+        // Only a first try asks ([`next_uncached`]); a retry never does.
+        Ok(Step::NeedsTables) => EINVAL.to_errno(),
         Err(e) => e.to_errno(),
     }
 }
 
-/// What [`next_uncached`] does, with `?`: the registry's and the section's
-/// answer for `pc`.
+/// What [`next_uncached`] and [`retry`] do, with `?`: the registry's and
+/// the section's answer for `pc`.
 fn lookup_step(
     mm: &SframeMm,
     state: &mut bindings::unwind_user_state,
@@ -696,6 +710,22 @@ fn lookup_step(
 #[kunit_tests(unwind_user_step)]
 mod tests {
     use super::*;
+
+    /// What [`Ask`]'s step returns where it needs tables.
+    const NEEDS_TABLES: c_int = 2;
+
+    /// A walk driver that only says that the step asked.
+    struct Ask;
+
+    impl Driver for Ask {
+        fn needs_tables(
+            _: &SframeMm,
+            _: &mut bindings::unwind_user_state,
+            _: &mut bindings::unwind_user_frame,
+        ) -> c_int {
+            NEEDS_TABLES
+        }
+    }
     use crate::registry::fixtures::{row, TEST_SECTION};
     use crate::section::{Fdes, Section};
     use crate::usual::TextCode;
@@ -844,7 +874,7 @@ mod tests {
                 ..Default::default()
             };
             let mut frame = bindings::unwind_user_frame::default();
-            let r = next(&mm, &mut state, &mut frame);
+            let r = next::<Ask>(&mm, &mut state, &mut frame);
             let counts = (state.sframe_cached, state.sframe_frames);
             (r, tuple(frame), state.sframe_hint, counts)
         };
@@ -907,7 +937,7 @@ mod tests {
         let mm = mm.exclusive();
         let gen = mm.gen();
         let pc = 0x40_1000;
-        let step = |nofault, tables: Option<bool>| {
+        let step = |pc: usize, nofault, tables: Option<bool>| {
             let mut state = bindings::unwind_user_state {
                 ip: pc + 1,
                 nofault,
@@ -916,25 +946,27 @@ mod tests {
             };
             let mut frame = bindings::unwind_user_frame::default();
             let r = match tables {
-                None => next(&mm, &mut state, &mut frame),
+                None => next::<Ask>(&mm, &mut state, &mut frame),
                 Some(later) => retry(&mm, &mut state, &mut frame, later),
             };
             (r, state.sframe_fallbacks)
         };
         // Not settled: the step asks the walk driver for tables, at any
         // time, and counts nothing.
-        assert_eq!(step(false, None), (NEEDS_TABLES, 0));
-        assert_eq!(step(true, None), (NEEDS_TABLES, 0));
+        assert_eq!(step(pc, false, None), (NEEDS_TABLES, 0));
+        assert_eq!(step(pc, true, None), (NEEDS_TABLES, 0));
         // The retry does not ask again: the frame-pointer rule, cached
-        // only if no later walk may find a table there.
-        assert_eq!(step(true, Some(true)), (ENOENT.to_errno(), 1));
+        // only if no later walk may find a table there. (At NMI time the
+        // step would read the code first, to tell the signal trampoline,
+        // which a kthread cannot.)
+        assert_eq!(step(pc, false, Some(true)), (ENOENT.to_errno(), 1));
         assert_eq!(mm.cached(pc, true, gen), None);
-        assert_eq!(step(false, Some(false)), (ENOENT.to_errno(), 1));
+        assert_eq!(step(pc, false, Some(false)), (ENOENT.to_errno(), 1));
         assert!(mm.cached(pc, true, gen).is_some());
-        // Settled: no question.
+        // Settled: no question, at a PC not cached either.
         mm.attach
             .set_settled(attach_state::files_gen(), mm.attach.unsettled());
-        assert_eq!(step(true, None), (ENOENT.to_errno(), 1));
+        assert_eq!(step(pc + 0x100, false, None), (ENOENT.to_errno(), 1));
         Ok(())
     }
 
@@ -972,7 +1004,7 @@ mod tests {
                     ..Default::default()
                 };
                 let mut frame = bindings::unwind_user_frame::default();
-                assert_eq!(next(&mm, &mut state, &mut frame), EFAULT.to_errno());
+                assert_eq!(next::<Ask>(&mm, &mut state, &mut frame), EFAULT.to_errno());
                 assert_eq!((state.sframe_errors, state.sframe_frames), (1, 0));
                 assert_eq!(tuple(frame), (0, 0, 0, false));
                 assert_eq!(mm.cached(pc, true, gen), None);
@@ -995,7 +1027,7 @@ mod tests {
                 ..Default::default()
             };
             let mut frame = bindings::unwind_user_frame::default();
-            let r = next(mm, &mut state, &mut frame);
+            let r = next::<Ask>(mm, &mut state, &mut frame);
             (r, state)
         };
         let (s, fdes) = test_file_table()?;
@@ -1035,7 +1067,7 @@ mod tests {
         let mut frame = bindings::unwind_user_frame::default();
         // At NMI or IRQ time: the walk ends there, incomplete, and asks for
         // the deferred walk; nothing is cached.
-        assert_eq!(next(&mm, &mut state, &mut frame), EFAULT.to_errno());
+        assert_eq!(next::<Ask>(&mm, &mut state, &mut frame), EFAULT.to_errno());
         assert!(state.incomplete && state.prefault);
         assert_eq!((state.sframe_faults, state.sframe_frames), (1, 0));
         assert_eq!(mm.cached(0x11020, true, gen), None);
@@ -1043,7 +1075,7 @@ mod tests {
         // trampoline, and the walk ends as the section says, cached.
         state.nofault = false;
         state.incomplete = false;
-        assert_eq!(next(&mm, &mut state, &mut frame), EINVAL.to_errno());
+        assert_eq!(next::<Ask>(&mm, &mut state, &mut frame), EINVAL.to_errno());
         assert!(!state.incomplete);
         assert_eq!(state.sframe_frames, 1);
         assert_eq!(mm.cached(0x11020, true, gen), Some(Cached::End));

@@ -10,21 +10,30 @@
 //!
 //! This file holds the entry points for C, declared in
 //! `include/linux/unwind_user_sframe.h` (`#[export]` checks them against
-//! it), each with the one `unsafe` its C contract needs. The jobs behind
-//! them each have a file:
+//! it), each with the one `unsafe` its C contract needs, and the walk
+//! driver: where a step needs tables attached, it attaches them (or, at
+//! NMI or IRQ time, decides whether the walk ends) and steps again. The
+//! jobs behind them each have a file, and a file imports only those below
+//! it:
 //!
-//! - `prctl.rs`: the `PR_UNWIND_USER` operations;
-//! - `uapi.rs`: the structs of `include/uapi/linux/unwind_user.h` in user memory;
-//! - `section.rs`: a section, and its table as validation kept it;
+//! - `prctl.rs`: the `PR_UNWIND_USER` operations, registration among them;
+//!   `assist.rs`: user-assisted unwinding;
+//! - `file_table.rs`: the tables of files, from their own section or an
+//!   agent's, shared by every address space that maps them; `vdso.rs`:
+//!   the vDSO's section, registered in every registry;
+//! - `step.rs`: one frame of a walk, which takes no lock and reads no file;
 //! - `validate.rs`: validating a section;
 //! - `registry.rs`: the sections of an address space, read under RCU;
-//! - `file_table.rs`: the tables of files, from their own section or an
-//!   agent's, shared by every address space that maps them;
-//! - `rule_cache.rs`: what each PC unwinds with, kept across walks;
-//! - `mm.rs`: the mmap write lock, held by the registry's writers;
-//! - `usermem.rs`: reading the task's memory, faultable or not;
-//! - `step.rs`: one frame of a walk;
-//! - `assist.rs`: user-assisted unwinding.
+//!   `rule_cache.rs`: what each PC unwinds with, kept across walks;
+//!   `attach_state.rs`: whether an address space has its files' tables;
+//! - `section.rs`: a section, and its table as validation kept it;
+//!   `usual.rs`: the usual rows of a table, flattened for the cold step;
+//! - leaves: `uapi.rs` (the uapi structs in user memory), `elf.rs` (a
+//!   file's program headers), `sigframe.rs` (the signal frame),
+//!   `usermem.rs` (reading the task's memory, faultable or not), `mm.rs`
+//!   (the mmap write lock, held by the registry's writers), `memory.rs`
+//!   (allocation flags, and the budget of file tables), `word.rs`
+//!   (lock-free words read and written in line).
 //!
 //! The section bytes are untrusted and may change at any time: they are
 //! decoded by the `sframe` crate, which checks every offset, and read with
@@ -108,7 +117,7 @@ pub unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c
 /// table describes, so it always takes part: one that may sleep attaches
 /// the tables of the files it meets; one at NMI or IRQ time asks for a
 /// deferred unwind that attaches them, and ends at code a table not
-/// attached yet may describe (`step::attach_pending`).
+/// attached yet may describe ([`WalkDriver`]).
 ///
 /// # Safety
 ///
@@ -187,10 +196,7 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     let (state, frame) = unsafe { (&mut *state, &mut *frame) };
     // SAFETY: Set up by `unwind_user_sframe_start()` (the caller's contract).
     match unsafe { walk_registry(state) } {
-        Some(smm) => match step::next(smm, state, frame) {
-            step::NEEDS_TABLES => attach_and_retry(smm, state, frame),
-            r => r,
-        },
+        Some(smm) => step::next::<WalkDriver>(smm, state, frame),
         None => first_step(state, frame),
     }
 }
@@ -209,31 +215,38 @@ fn tables_may_come(smm: Option<&SframeMm>) -> bool {
     smm.is_none_or(|m| m.attach.tables_pending()) || file_table::agent_tables()
 }
 
-/// The step of `state` that found no registration for its frame in `smm`,
-/// an address space that is not settled: a walk that may sleep attaches
-/// the tables of the files it maps; one at NMI or IRQ time asks for a
-/// deferred unwind that does, and ends where a table may come. Then the
-/// step again. Never in line: the cold path of the step.
-#[inline(never)]
-fn attach_and_retry(
-    smm: &SframeMm,
-    state: &mut bindings::unwind_user_state,
-    frame: &mut bindings::unwind_user_frame,
-) -> c_int {
-    let later = if state.nofault {
-        if step::attach_pending(state, tables_may_come(Some(smm))) {
-            return EAGAIN.to_errno();
-        }
-        true
-    } else {
-        let files_gen = attach_state::files_gen();
-        let task = kernel::current!();
-        match task.mm() {
-            Some(mm) => file_table::attach_mapped(mm, smm, files_gen) == file_table::Attach::Later,
-            None => false,
-        }
-    };
-    step::retry(smm, state, frame, later)
+/// The walk driver of the step ([`step::Driver`]).
+struct WalkDriver;
+
+impl step::Driver for WalkDriver {
+    /// The step of `state` that found no registration for its frame in
+    /// `smm`, an address space that is not settled: a walk that may sleep
+    /// attaches the tables of the files it maps; one at NMI or IRQ time
+    /// asks for a deferred unwind that does, and ends where a table may
+    /// come. Then the step again. Never in line: the cold path of the step.
+    #[inline(never)]
+    fn needs_tables(
+        smm: &SframeMm,
+        state: &mut bindings::unwind_user_state,
+        frame: &mut bindings::unwind_user_frame,
+    ) -> c_int {
+        let later = if state.nofault {
+            if step::attach_pending(state, tables_may_come(Some(smm))) {
+                return EAGAIN.to_errno();
+            }
+            true
+        } else {
+            let files_gen = attach_state::files_gen();
+            let task = kernel::current!();
+            match task.mm() {
+                Some(mm) => {
+                    file_table::attach_mapped(mm, smm, files_gen) == file_table::Attach::Later
+                }
+                None => false,
+            }
+        };
+        step::retry(smm, state, frame, later)
+    }
 }
 
 /// [`unwind_user_sframe_next`] in a walk that found no registry: out of
@@ -255,10 +268,7 @@ fn first_step(
     }
     // SAFETY: Set by `walk_create_registry()` for this walk.
     match unsafe { walk_registry(state) } {
-        Some(smm) => match step::next(smm, state, frame) {
-            step::NEEDS_TABLES => attach_and_retry(smm, state, frame),
-            r => r,
-        },
+        Some(smm) => step::next::<WalkDriver>(smm, state, frame),
         None => ENOENT.to_errno(),
     }
 }
