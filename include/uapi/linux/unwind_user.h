@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
- * User ABI of the SFrame user-space unwinder: registration of .sframe
- * sections for code the kernel did not map at exec (dlopen'ed libraries,
- * JIT code windows), through prctl(PR_UNWIND_USER, op, ...).
+ * User ABI of the SFrame user-space unwinder, through
+ * prctl(PR_UNWIND_USER, op, ...): registration of .sframe sections for code
+ * no file's table describes (JIT code windows, sections kept apart from
+ * their object); a query of the unwinder's counts; user-assisted
+ * unwinding; and, for a privileged agent, the attach and detach of a
+ * section as a file's table.
  *
  * See Documentation/userspace-api/unwind_user.rst.
  */
