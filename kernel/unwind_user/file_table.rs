@@ -50,7 +50,7 @@ use crate::{
     memory::{self, gfp},
     mm::{self, FileMapping, LockedMm},
     registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
-    section::{Fdes, Section},
+    section::{Section, SectionTable},
     usual::TextCode,
     validate, vdso,
 };
@@ -163,7 +163,7 @@ struct Described {
     /// The link-time address the section's own addresses are relative to.
     sframe_addr: u64,
     sframe_len: u32,
-    fdes: Arc<Fdes>,
+    fdes: Arc<SectionTable>,
 }
 
 /// The SFrame table of one file: its section, or the answer that it has
@@ -171,7 +171,7 @@ struct Described {
 ///
 /// A table that holds a file (an agent's) is dropped in process context
 /// only, where `fput()` may run: it lives in [`FILES`] and in the locals of
-/// task-context functions (registrations share its [`Fdes`], not the
+/// task-context functions (registrations share its [`SectionTable`], not the
 /// table); inode eviction, in reclaim too, drops only tables that hold no
 /// file.
 pub(crate) struct FileTable {
@@ -233,11 +233,11 @@ impl FileTable {
 
     /// The registration of this table for `m`, a mapping of its file, and
     /// the table it shares; `None` if it describes nothing there.
-    fn section_in(&self, m: &FileMapping) -> Option<(Section, &Arc<Fdes>)> {
+    fn section_in(&self, m: &FileMapping) -> Option<(Section, &Arc<SectionTable>)> {
         let d = self.described.as_ref()?;
         let text = d.text.placed(m.start, m.end, m.offset)?;
         Some((
-            Section::resident(&text, d.sframe_addr, d.sframe_len)?,
+            Section::in_kernel_memory(&text, d.sframe_addr, d.sframe_len)?,
             &d.fdes,
         ))
     }
@@ -332,11 +332,11 @@ fn describe(
         sframe_start: 0,
         sframe_addr: usize::try_from(sframe_addr).map_err(|_| EINVAL)?,
         sframe_len: u32::try_from(bytes.len()).map_err(|_| E2BIG)?,
-        resident: true,
+        in_kernel: true,
     };
     // Refused before it is built if what its header counts cannot fit: a
     // file's section asks for up to 64 MiB of FDEs and rows.
-    let least = validate::resident_bytes(&s, &bytes);
+    let least = validate::in_kernel_bytes(&s, &bytes);
     if least != 0 && !memory::room_for(least, user) {
         return Ok(Built::OverBudget(least));
     }
@@ -346,7 +346,7 @@ fn describe(
             read_at(file, buf, text.offset.checked_add(off).ok_or(ENOEXEC)?)
         },
     };
-    let fdes = validate::validate_resident(&s, bytes, code)?;
+    let fdes = validate::validate_in_kernel(&s, bytes, code)?;
     let n = fdes.bytes();
     let Ok(fdes) = fdes.charge_files(user) else {
         return Ok(Built::OverBudget(n));

@@ -104,7 +104,7 @@ fn register(ptr: c_ulong, size: c_ulong) -> Result {
         sframe_start: usize::try_from(u.sframe_start).map_err(|_| EINVAL)?,
         sframe_addr: usize::try_from(sframe_addr).map_err(|_| EINVAL)?,
         sframe_len: u32::try_from(u.sframe_size).map_err(|_| E2BIG)?,
-        resident: false,
+        in_kernel: false,
     })
 }
 

@@ -21,11 +21,12 @@
 
 use crate::{
     attach_state::AttachState,
+    counters::Counters,
     memory::gfp,
     mm::LockedMm,
     rule_cache::{Cached, RuleCache},
-    section::{Fdes, KnownRow, Section},
-    word::{read_once, write_once},
+    section::{KnownRow, Section, SectionTable},
+    word::{read_once, write_once, NoPreempt},
 };
 use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::{
@@ -47,7 +48,7 @@ pub(crate) const MAX_SECTIONS: usize = 1024;
 /// Largest section, in bytes, that may be registered.
 pub(crate) const MAX_SECTION_SIZE: usize = 64 << 20;
 
-/// Most bytes of FDE tables ([`Fdes`]) one address space may hold: 20
+/// Most bytes of FDE tables ([`SectionTable`]) one address space may hold: 20
 /// bytes a function (and 1 a row of functions with more than
 /// [`FRE_MARK_EVERY`] rows), so about 800Ki functions. Everything the registry
 /// allocates is charged to the memory cgroup of the task that registers.
@@ -100,7 +101,7 @@ struct Entry {
     /// one of the same section at the same addresses.
     id: u64,
     /// Shared by the tables the entry is copied into.
-    fdes: Arc<Fdes>,
+    fdes: Arc<SectionTable>,
     /// Set by a reader that found the section malformed; readers skip it and
     /// the next writer drops it. Atomic because readers hold no lock.
     dead: Atomic<bool>,
@@ -181,7 +182,7 @@ impl Table {
 }
 
 impl Entry {
-    fn new(section: Section, id: u64, fdes: Arc<Fdes>) -> Self {
+    fn new(section: Section, id: u64, fdes: Arc<SectionTable>) -> Self {
         Entry {
             section,
             id,
@@ -193,47 +194,6 @@ impl Entry {
     /// The same registration, for a new table.
     fn copy(&self) -> Self {
         Entry::new(self.section, self.id, self.fdes.clone())
-    }
-}
-
-/// Counters a person debugging can read through `UNWIND_USER_QUERY`.
-///
-/// Every SFrame lookup ends in exactly one of `sframe_frames`,
-/// `fp_fallbacks`, `errors` and `nofault_faults`: their sum is the number
-/// of lookups (`unwinds` in the query).
-///
-/// On cache lines of their own: every walk of every thread adds to them at
-/// its end, and none of that traffic should evict the fields every step
-/// reads (the table, the generation, the rule cache's address).
-#[repr(C, align(64))]
-pub(crate) struct Counters {
-    pub(crate) sframe_frames: Atomic<u64>,
-    pub(crate) fp_fallbacks: Atomic<u64>,
-    pub(crate) errors: Atomic<u64>,
-    pub(crate) dropped: Atomic<u64>,
-    /// Frames unwound with SFrame at NMI or IRQ time.
-    pub(crate) nofault_frames: Atomic<u64>,
-    /// Walks ended at NMI or IRQ time because a read of the section would
-    /// have faulted.
-    pub(crate) nofault_faults: Atomic<u64>,
-    /// SFrame frames whose rule came from the rule cache.
-    pub(crate) cached_frames: Atomic<u64>,
-    /// User copies of section bytes, and the bytes, made while unwinding.
-    pub(crate) section_reads: Atomic<u64>,
-    pub(crate) section_bytes: Atomic<u64>,
-}
-
-impl Counters {
-    pub(crate) fn inc(c: &Atomic<u64>) {
-        c.add(1, Relaxed);
-    }
-
-    /// Adds `n`, touching the counter only if `n` is not 0.
-    pub(crate) fn add(c: &Atomic<u64>, n: impl Into<u64>) {
-        let n = n.into();
-        if n != 0 {
-            c.add(n, Relaxed);
-        }
     }
 }
 
@@ -261,25 +221,6 @@ pub(crate) struct SframeMm {
     /// may be missed, which only costs a lookup).
     cache_filled: Atomic<u64>,
     pub(crate) counters: Counters,
-}
-
-/// Preemption off while it lives: `preempt_disable()` to
-/// `preempt_enable()`, for a few instructions, in any context.
-pub(crate) struct NoPreempt;
-
-impl NoPreempt {
-    pub(crate) fn new() -> Self {
-        // SAFETY: Only raises the preemption count, which `drop` lowers.
-        unsafe { bindings::preempt_disable() };
-        NoPreempt
-    }
-}
-
-impl Drop for NoPreempt {
-    fn drop(&mut self) {
-        // SAFETY: Paired with the `preempt_disable()` of `new`.
-        unsafe { bindings::preempt_enable() };
-    }
 }
 
 /// `mm->sframe` as an atomic pointer.
@@ -687,12 +628,12 @@ impl<'a> RegistryWriter<'a> {
     /// when the address space has [`MAX_SECTIONS`] registrations (the
     /// vDSO's not counted) or their FDE tables would pass
     /// [`MAX_FDE_BYTES`].
-    pub(crate) fn add(&mut self, s: Section, fdes: Arc<Fdes>) -> Result {
+    pub(crate) fn add(&mut self, s: Section, fdes: Arc<SectionTable>) -> Result {
         let old = self.table();
         let live = || old.into_iter().flat_map(Table::live);
         // A file's table is shared, and counted against the machine's
         // budget instead.
-        let own = |s: &Section, f: &Fdes| if s.resident { 0 } else { f.bytes() };
+        let own = |s: &Section, f: &SectionTable| if s.in_kernel { 0 } else { f.bytes() };
         let bytes = live()
             .map(|e| own(&e.section, &e.fdes))
             .fold(own(&s, &fdes), usize::saturating_add);
@@ -843,96 +784,10 @@ unsafe extern "C" fn free_table_rcu(head: *mut bindings::callback_head) {
     drop(unsafe { KBox::from_raw(table) });
 }
 
-/// What the unwinder's KUnit tests share: a section and registrations.
-#[cfg(CONFIG_KUNIT = "y")]
-pub(crate) mod fixtures {
-    use super::*;
-    use kernel::error::code::EINVAL;
-
-    /// A V2 section at 0x10000 (`sframe_addr`) for one function at 0x11000, 0x20 bytes:
-    /// entry, after `push %rbp`, after `mov %rsp,%rbp`, at `ret`.
-    #[rustfmt::skip]
-    pub(crate) const TEST_SECTION: [u8; 62] = [
-        0xe2, 0xde, 2, 1,
-        3, 0, 0xf8, 0,
-        1, 0, 0, 0, 4, 0, 0, 0, 14, 0, 0, 0,
-        0, 0, 0, 0, 20, 0, 0, 0,
-        0x00, 0x10, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
-        0x00, 0x03, 0x08,
-        0x01, 0x05, 0x10, 0xf0,
-        0x04, 0x04, 0x10, 0xf0,
-        0x1f, 0x03, 0x08,
-    ];
-
-    /// A V3 section at 0x10000: [`TEST_SECTION`]'s function at 0x11000,
-    /// then a signal trampoline at 0x11020, 0x10 bytes (the FDE's
-    /// signal-frame bit), whose one row (CFA = SP + 8) would be a usual
-    /// one in any other function. Written by `rust/sframe/encode`
-    /// (`FdeSpec::new()`, `FDE_SIGNAL_FRAME`).
-    #[rustfmt::skip]
-    pub(crate) const TEST_SECTION_V3_SIGNAL: [u8; 87] = [
-        0xe2, 0xde, 3, 5,
-        3, 0, 0xf8, 0,
-        2, 0, 0, 0, 5, 0, 0, 0, 0x1b, 0, 0, 0,
-        0, 0, 0, 0, 32, 0, 0, 0,
-        0xe4, 0x0f, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0,
-        0xf4, 0x0f, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x13, 0, 0, 0,
-        4, 0, 0x00, 0, 0,
-        0x00, 0x03, 0x08,
-        0x01, 0x05, 0x10, 0xf0,
-        0x04, 0x04, 0x10, 0xf0,
-        0x1f, 0x03, 0x08,
-        1, 0, 0x80, 0, 0,
-        0x00, 0x03, 0x08,
-    ];
-
-    /// The header of [`TEST_SECTION`].
-    pub(crate) fn header() -> Result<sframe::Header> {
-        let s = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000);
-        s.map(|s| *s.header()).map_err(|_| EINVAL)
-    }
-
-    /// A row with these rules, of no signal trampoline, not outermost.
-    pub(crate) fn row(
-        cfa: sframe::CfaRule,
-        ra: sframe::RegRule,
-        fp: sframe::RegRule,
-    ) -> sframe::Row {
-        sframe::Row {
-            cfa,
-            ra,
-            fp,
-            signal_frame: false,
-            outermost: false,
-            ra_mangled: false,
-            func_start: 0x1000,
-            func_size: 0x20,
-            fre_start: 0,
-        }
-    }
-
-    /// A table without functions, for registry tests.
-    pub(crate) fn none() -> Result<Arc<Fdes>> {
-        Fdes::new(header()?, KVVec::new(), KVVec::new())
-    }
-
-    /// A registration of `len` bytes of text at `text_start`.
-    pub(crate) fn sec(text_start: usize, len: usize) -> Section {
-        Section {
-            text_start,
-            text_end: text_start + len,
-            sframe_start: 0x7000_0000 + text_start,
-            sframe_addr: 0x7000_0000 + text_start,
-            sframe_len: 64,
-            resident: false,
-        }
-    }
-}
-
 #[kunit_tests(unwind_user_registry)]
 mod tests {
-    use super::fixtures::*;
     use super::*;
+    use crate::section::fixtures::*;
     use crate::section::FreMark;
     use kernel::error::code::EINVAL;
 
@@ -1176,7 +1031,7 @@ mod tests {
         for m in [mark(0, 16, 0x8), mark(0, 32, 0x10), mark(1, 16, 0x4)] {
             marks.push(m, GFP_KERNEL)?;
         }
-        let fdes = Fdes::new(header()?, table, marks)?;
+        let fdes = SectionTable::new(header()?, table, marks)?;
         assert_eq!(fdes.bytes(), 20 + 3 * 16);
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();

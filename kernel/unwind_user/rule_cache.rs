@@ -287,7 +287,7 @@ impl RuleCache {
 #[kunit_tests(unwind_user_rule_cache)]
 mod tests {
     use super::*;
-    use crate::registry::{fixtures::*, SframeMm};
+    use crate::{registry::SframeMm, section::fixtures::*};
     use kernel::error::code::ENOENT;
 
     /// What a walk starting now finds cached for `pc`.

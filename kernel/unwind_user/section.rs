@@ -2,7 +2,7 @@
 
 //! A section and its table: the text a section describes and where it
 //! lives ([`Section`]), and what validation kept of it in kernel memory
-//! ([`Fdes`]), which every registration of the section shares and every
+//! ([`SectionTable`]), which every registration of the section shares and every
 //! lookup searches.
 
 use crate::{
@@ -32,7 +32,7 @@ pub(crate) struct Section {
     /// (`file_table.rs`), not in the address space: `sframe_start` is 0
     /// and unmapping no range of the address space but the text's drops
     /// the registration.
-    pub(crate) resident: bool,
+    pub(crate) in_kernel: bool,
 }
 
 impl Section {
@@ -49,14 +49,18 @@ impl Section {
     /// The registration of a section in kernel memory (a file's table, the
     /// vDSO's), `sframe_len` bytes relative to `sframe_addr` at link time,
     /// for its text placed at `text`.
-    pub(crate) fn resident(text: &Placed, sframe_addr: u64, sframe_len: u32) -> Option<Section> {
+    pub(crate) fn in_kernel_memory(
+        text: &Placed,
+        sframe_addr: u64,
+        sframe_len: u32,
+    ) -> Option<Section> {
         Some(Section {
             text_start: text.start,
             text_end: text.end,
             sframe_start: 0,
             sframe_addr: usize::try_from(sframe_addr.wrapping_add(text.bias)).ok()?,
             sframe_len,
-            resident: true,
+            in_kernel: true,
         })
     }
 
@@ -64,7 +68,7 @@ impl Section {
     pub(crate) fn unmapped_by(&self, start: usize, end: usize) -> bool {
         let sframe_end = self.sframe_start.saturating_add(self.sframe_len as usize);
         self.overlaps(start, end)
-            || (!self.resident && self.sframe_start < end && start < sframe_end)
+            || (!self.in_kernel && self.sframe_start < end && start < sframe_end)
     }
 }
 
@@ -92,7 +96,7 @@ pub(crate) struct FreMark {
 /// section's rows are kept decoded too: a lookup then takes its row as it
 /// is, by binary search, and reads the section only for a row that did not
 /// fit ([`sframe::PackedRow`]), if any.
-pub(crate) struct Fdes {
+pub(crate) struct SectionTable {
     header: sframe::Header,
     packed: KVVec<sframe::PackedFde>,
     /// Sorted by function, then by start.
@@ -116,7 +120,7 @@ pub(crate) struct Fdes {
     kernel_code: bool,
 }
 
-impl Fdes {
+impl SectionTable {
     /// The table of a section with `header`, its FDEs `packed` (in address
     /// order, relative to the text start) and the `marks` of their rows (by
     /// function, then start).
@@ -124,8 +128,8 @@ impl Fdes {
         header: sframe::Header,
         packed: KVVec<sframe::PackedFde>,
         marks: KVVec<FreMark>,
-    ) -> Fdes {
-        Fdes {
+    ) -> SectionTable {
+        SectionTable {
             header,
             packed,
             marks,
@@ -138,13 +142,13 @@ impl Fdes {
         }
     }
 
-    /// [`Fdes::from_parts`], shared.
+    /// [`SectionTable::from_parts`], shared.
     pub(crate) fn new(
         header: sframe::Header,
         packed: KVVec<sframe::PackedFde>,
         marks: KVVec<FreMark>,
-    ) -> Result<Arc<Fdes>> {
-        Fdes::from_parts(header, packed, marks).shared()
+    ) -> Result<Arc<SectionTable>> {
+        SectionTable::from_parts(header, packed, marks).shared()
     }
 
     /// The table, keeping the section's `rows`, the first of each function
@@ -155,7 +159,7 @@ impl Fdes {
         row_first: KVVec<u32>,
         rows: KVVec<sframe::PackedRow>,
         code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
-    ) -> Result<Fdes> {
+    ) -> Result<SectionTable> {
         self.usual = UsualRows::build(&self.header, &self.packed, &row_first, &rows, code)?;
         self.row_first = row_first;
         self.rows = rows;
@@ -163,7 +167,7 @@ impl Fdes {
     }
 
     /// The table, keeping `section`, the bytes it was validated from.
-    pub(crate) fn with_section(mut self, section: KVVec<u8>) -> Fdes {
+    pub(crate) fn with_section(mut self, section: KVVec<u8>) -> SectionTable {
         self.section = Some(section);
         self
     }
@@ -171,13 +175,13 @@ impl Fdes {
     /// The table, its bytes counted against the machine's budget of file
     /// tables until it is freed, and against the part of it for files root
     /// does not own if `user`; `ENOSPC` past either.
-    pub(crate) fn charge_files(mut self, user: bool) -> Result<Fdes> {
+    pub(crate) fn charge_files(mut self, user: bool) -> Result<SectionTable> {
         self.charge = Some(Charge::new(self.bytes(), user)?);
         Ok(self)
     }
 
     /// The table, of the kernel's own code.
-    pub(crate) fn for_kernel_code(mut self) -> Fdes {
+    pub(crate) fn for_kernel_code(mut self) -> SectionTable {
         self.kernel_code = true;
         self
     }
@@ -204,7 +208,7 @@ impl Fdes {
     }
 
     /// The table, to be shared by registrations.
-    pub(crate) fn shared(self) -> Result<Arc<Fdes>> {
+    pub(crate) fn shared(self) -> Result<Arc<SectionTable>> {
         Ok(Arc::new(self, gfp())?)
     }
 
@@ -274,4 +278,90 @@ pub(crate) enum KnownRow {
     /// To be read from the section: a registration's rows, or a row that
     /// did not fit.
     Read,
+}
+
+/// What the unwinder's KUnit tests share: a section and registrations.
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) mod fixtures {
+    use super::*;
+    use kernel::{alloc::KVVec, error::code::EINVAL};
+
+    /// A V2 section at 0x10000 (`sframe_addr`) for one function at 0x11000, 0x20 bytes:
+    /// entry, after `push %rbp`, after `mov %rsp,%rbp`, at `ret`.
+    #[rustfmt::skip]
+    pub(crate) const TEST_SECTION: [u8; 62] = [
+        0xe2, 0xde, 2, 1,
+        3, 0, 0xf8, 0,
+        1, 0, 0, 0, 4, 0, 0, 0, 14, 0, 0, 0,
+        0, 0, 0, 0, 20, 0, 0, 0,
+        0x00, 0x10, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
+        0x00, 0x03, 0x08,
+        0x01, 0x05, 0x10, 0xf0,
+        0x04, 0x04, 0x10, 0xf0,
+        0x1f, 0x03, 0x08,
+    ];
+
+    /// A V3 section at 0x10000: [`TEST_SECTION`]'s function at 0x11000,
+    /// then a signal trampoline at 0x11020, 0x10 bytes (the FDE's
+    /// signal-frame bit), whose one row (CFA = SP + 8) would be a usual
+    /// one in any other function. Written by `rust/sframe/encode`
+    /// (`FdeSpec::new()`, `FDE_SIGNAL_FRAME`).
+    #[rustfmt::skip]
+    pub(crate) const TEST_SECTION_V3_SIGNAL: [u8; 87] = [
+        0xe2, 0xde, 3, 5,
+        3, 0, 0xf8, 0,
+        2, 0, 0, 0, 5, 0, 0, 0, 0x1b, 0, 0, 0,
+        0, 0, 0, 0, 32, 0, 0, 0,
+        0xe4, 0x0f, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0,
+        0xf4, 0x0f, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x13, 0, 0, 0,
+        4, 0, 0x00, 0, 0,
+        0x00, 0x03, 0x08,
+        0x01, 0x05, 0x10, 0xf0,
+        0x04, 0x04, 0x10, 0xf0,
+        0x1f, 0x03, 0x08,
+        1, 0, 0x80, 0, 0,
+        0x00, 0x03, 0x08,
+    ];
+
+    /// The header of [`TEST_SECTION`].
+    pub(crate) fn header() -> Result<sframe::Header> {
+        let s = sframe::Section::new(&TEST_SECTION[..], TEST_SECTION.len() as u32, 0x10000);
+        s.map(|s| *s.header()).map_err(|_| EINVAL)
+    }
+
+    /// A row with these rules, of no signal trampoline, not outermost.
+    pub(crate) fn row(
+        cfa: sframe::CfaRule,
+        ra: sframe::RegRule,
+        fp: sframe::RegRule,
+    ) -> sframe::Row {
+        sframe::Row {
+            cfa,
+            ra,
+            fp,
+            signal_frame: false,
+            outermost: false,
+            ra_mangled: false,
+            func_start: 0x1000,
+            func_size: 0x20,
+            fre_start: 0,
+        }
+    }
+
+    /// A table without functions, for registry tests.
+    pub(crate) fn none() -> Result<Arc<SectionTable>> {
+        SectionTable::new(header()?, KVVec::new(), KVVec::new())
+    }
+
+    /// A registration of `len` bytes of text at `text_start`.
+    pub(crate) fn sec(text_start: usize, len: usize) -> Section {
+        Section {
+            text_start,
+            text_end: text_start + len,
+            sframe_start: 0x7000_0000 + text_start,
+            sframe_addr: 0x7000_0000 + text_start,
+            sframe_len: 64,
+            in_kernel: false,
+        }
+    }
 }

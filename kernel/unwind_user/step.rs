@@ -8,11 +8,13 @@
 
 use crate::{
     attach_state,
-    registry::{Counters, Found, NoPreempt, SframeMm},
+    counters::Counters,
+    registry::{Found, SframeMm},
     rule_cache::{Cached, CachedRule},
     section::KnownRow,
     sigframe::{self, RT_SIGRETURN},
     usermem::{UserMem, UserReader},
+    word::NoPreempt,
 };
 use kernel::{
     bindings,
@@ -312,7 +314,7 @@ fn read_row(
         KnownRow::Read => {}
     }
     let s = &found.section;
-    let (r, exhausted) = if s.resident {
+    let (r, exhausted) = if s.in_kernel {
         // A file's table: its rows are in kernel memory, read under RCU.
         // A registration gone since the lookup describes nothing now.
         let r = mm.with_section(found, |bytes| find_row(found, i, &fde, bytes, pc));
@@ -726,8 +728,8 @@ mod tests {
             NEEDS_TABLES
         }
     }
-    use crate::registry::fixtures::{row, TEST_SECTION};
-    use crate::section::{Fdes, Section};
+    use crate::section::fixtures::{row, TEST_SECTION};
+    use crate::section::{Section, SectionTable};
     use crate::usual::TextCode;
     use kernel::sync::Arc;
     use sframe::CfaRule;
@@ -782,13 +784,13 @@ mod tests {
 
     /// The test section as a file's table: text 0x11000-0x11100 (its
     /// function 0x11000-0x11020), its rows in kernel memory.
-    fn test_file_table() -> Result<(Section, Arc<Fdes>)> {
+    fn test_file_table() -> Result<(Section, Arc<SectionTable>)> {
         file_table(&TEST_SECTION)
     }
 
     /// The section `section`, at 0x10000, as a file's table for the text
     /// 0x11000-0x11100, whose code has no trampoline.
-    fn file_table(section: &[u8]) -> Result<(Section, Arc<Fdes>)> {
+    fn file_table(section: &[u8]) -> Result<(Section, Arc<SectionTable>)> {
         file_table_of_code(section, &mut TextCode::zeros(0x100))
     }
 
@@ -796,18 +798,18 @@ mod tests {
     fn file_table_of_code(
         section: &[u8],
         code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
-    ) -> Result<(Section, Arc<Fdes>)> {
+    ) -> Result<(Section, Arc<SectionTable>)> {
         let s = Section {
             text_start: 0x11000,
             text_end: 0x11100,
             sframe_start: 0x10000,
             sframe_addr: 0x10000,
             sframe_len: u32::try_from(section.len())?,
-            resident: true,
+            in_kernel: true,
         };
         let mut bytes = KVVec::new();
         bytes.extend_from_slice(section, GFP_KERNEL)?;
-        let fdes = crate::validate::validate_resident(&s, bytes, code)?.shared()?;
+        let fdes = crate::validate::validate_in_kernel(&s, bytes, code)?.shared()?;
         Ok((s, fdes))
     }
 
@@ -972,7 +974,7 @@ mod tests {
 
     #[test]
     fn a_signal_trampolines_row_is_never_taken_as_a_frame_rule() -> Result {
-        use crate::registry::fixtures::TEST_SECTION_V3_SIGNAL;
+        use crate::section::fixtures::TEST_SECTION_V3_SIGNAL;
         let (s, fdes) = file_table(&TEST_SECTION_V3_SIGNAL)?;
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
@@ -1084,7 +1086,7 @@ mod tests {
 
     #[test]
     fn the_return_address_check_keeps_the_next_steps_answer() -> Result {
-        use crate::registry::fixtures::{none, sec};
+        use crate::section::fixtures::{none, sec};
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
         mm.add(sec(0x11000, 0x1000), none()?)?;
@@ -1160,9 +1162,9 @@ mod tests {
 #[kunit_tests(unwind_user_usual_rows)]
 mod usual_rows_tests {
     use super::rule;
-    use crate::registry::fixtures::*;
     use crate::rule_cache::{Cached, CachedRule};
-    use crate::section::{Fdes, KnownRow};
+    use crate::section::fixtures::*;
+    use crate::section::{KnownRow, SectionTable};
     use crate::usual::TextCode;
     use kernel::{alloc::KVVec, error::code::EINVAL, prelude::*};
 
@@ -1176,7 +1178,7 @@ mod usual_rows_tests {
         funcs: &[Func<'_>],
         keeps_fp: bool,
         code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
-    ) -> Result<Fdes> {
+    ) -> Result<SectionTable> {
         let mut hdr = header()?;
         if keeps_fp {
             hdr.flags |= sframe::F_FRAME_POINTER;
@@ -1203,14 +1205,14 @@ mod usual_rows_tests {
                 rows.push(sframe::PackedRow::pack(&hdr, at, r), GFP_KERNEL)?;
             }
         }
-        Fdes::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows, code)
+        SectionTable::from_parts(hdr, packed, KVVec::new()).with_rows(row_first, rows, code)
     }
 
     /// [`table_of`] `funcs`, with no trampoline in the text's code,
     /// with every offset from 0 to past the last function checked, and
     /// some far past it: its usual rows say what the step gives the full
     /// lookup's answer, where they answer.
-    fn usual_rows_of(funcs: &[Func<'_>], keeps_fp: bool) -> Result<Fdes> {
+    fn usual_rows_of(funcs: &[Func<'_>], keeps_fp: bool) -> Result<SectionTable> {
         let fdes = table_of(funcs, keeps_fp, &mut TextCode::zeros(0x1_0000))?;
         let hdr = fdes.header();
         // What the step gives the full lookup's answer: the rule of its row,

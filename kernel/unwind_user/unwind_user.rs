@@ -32,8 +32,9 @@
 //!   file's program headers), `sigframe.rs` (the signal frame),
 //!   `usermem.rs` (reading the task's memory, faultable or not), `mm.rs`
 //!   (the mmap write lock, held by the registry's writers), `memory.rs`
-//!   (allocation flags, and the budget of file tables), `word.rs`
-//!   (lock-free words read and written in line).
+//!   (allocation flags, and the budget of file tables), `counters.rs`
+//!   (what `UNWIND_USER_QUERY` reads), `word.rs` (lock-free words and
+//!   preemption, in line).
 //!
 //! The section bytes are untrusted and may change at any time: they are
 //! decoded by the `sframe` crate, which checks every offset, and read with
@@ -57,6 +58,7 @@ const __LOG_PREFIX: &[u8] = b"unwind_user\0";
 
 mod assist;
 mod attach_state;
+mod counters;
 mod elf;
 mod file_table;
 mod memory;
@@ -407,7 +409,7 @@ pub unsafe extern "C" fn sframe_mm_dup(
     let mapped = |s: &Section| {
         let sframe_end = s.sframe_start.saturating_add(s.sframe_len as usize);
         new.maps_all(s.text_start, s.text_end)
-            && (s.resident || new.maps_all(s.sframe_start, sframe_end))
+            && (s.in_kernel || new.maps_all(s.sframe_start, sframe_end))
     };
     // A new registry: the copy has the vDSO's registration among the
     // parent's.

@@ -2,14 +2,14 @@
 
 //! Validation: a section is validated in full, once, and what unwinds use
 //! of it (the header, the FDEs, marks of large functions' rows) is kept in
-//! kernel memory, as its table ([`Fdes`]), for the registrations that use
+//! kernel memory, as its table ([`SectionTable`]), for the registrations that use
 //! it. Sections come from `prctl(PR_UNWIND_USER)`, from files
 //! (`file_table.rs`) and from the vDSO (`vdso.rs`).
 
 use crate::{
     memory,
     registry::MAX_FDE_BYTES,
-    section::{Fdes, FreMark, Section, FRE_MARK_EVERY},
+    section::{FreMark, Section, SectionTable, FRE_MARK_EVERY},
     uapi::eopnotsupp,
     usual::TextCode,
 };
@@ -138,7 +138,7 @@ impl sframe::Visitor for Keep {
 
 /// Validates `s` in full through `reader` and returns what unwinds will use
 /// instead of reading it again (see [`Keep`]).
-pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes> {
+pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<SectionTable> {
     validate_keeping(s, reader, false).map(|(fdes, _)| fdes)
 }
 
@@ -148,11 +148,11 @@ pub(crate) fn validate(s: &Section, reader: impl sframe::Reader) -> Result<Fdes>
 /// nor decodes them, and the bytes themselves only
 /// if a row did not fit ([`sframe::PackedRow`]) and must be read from
 /// there. `code` is the text's.
-pub(crate) fn validate_resident(
+pub(crate) fn validate_in_kernel(
     s: &Section,
     bytes: KVVec<u8>,
     code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
-) -> Result<Fdes> {
+) -> Result<SectionTable> {
     let (fdes, rows) = validate_keeping(s, &bytes[..], true)?;
     Ok(match rows {
         Some(rows) if !rows.undecoded => fdes.with_rows(rows.first, rows.rows, code)?,
@@ -169,17 +169,17 @@ pub(crate) fn validate_resident(
 const MAX_ROW_BYTES: usize = 32 << 20;
 
 /// The bytes of decoded rows a section with `header` takes, if
-/// [`validate_resident`] keeps them (at most [`MAX_ROW_BYTES`]).
+/// [`validate_in_kernel`] keeps them (at most [`MAX_ROW_BYTES`]).
 fn row_bytes(header: &sframe::Header) -> Option<usize> {
     Some((header.num_fres as usize).saturating_mul(size_of::<sframe::PackedRow>()))
         .filter(|&n| n <= MAX_ROW_BYTES)
 }
 
-/// The least kernel memory [`validate_resident`] keeps of `bytes`, the
+/// The least kernel memory [`validate_in_kernel`] keeps of `bytes`, the
 /// section `s`, as its header counts it (its FDEs and its decoded rows):
 /// what a budget can refuse before anything is allocated; 0 for a section
 /// it refuses at once.
-pub(crate) fn resident_bytes(s: &Section, bytes: &[u8]) -> usize {
+pub(crate) fn in_kernel_bytes(s: &Section, bytes: &[u8]) -> usize {
     let Ok(sec) = open(s, bytes) else {
         return 0;
     };
@@ -191,7 +191,7 @@ pub(crate) fn resident_bytes(s: &Section, bytes: &[u8]) -> usize {
     fdes.saturating_add(rows)
 }
 
-/// The rows of a section as [`validate_resident`] keeps them.
+/// The rows of a section as [`validate_in_kernel`] keeps them.
 struct Rows {
     /// Every row, by function, then by start.
     rows: KVVec<sframe::PackedRow>,
@@ -207,7 +207,7 @@ fn validate_keeping(
     s: &Section,
     reader: impl sframe::Reader,
     keep_rows: bool,
-) -> Result<(Fdes, Option<Rows>)> {
+) -> Result<(SectionTable, Option<Rows>)> {
     let mut sec = open(s, reader).map_err(|e| refuse(e.name(), s, validation_errno(&e)))?;
     let header = *sec.header();
     // The header's count is checked against the section's size only: a
@@ -255,13 +255,16 @@ fn validate_keeping(
     if keep.outside {
         return Err(refuse("function outside the text", s, ERANGE));
     }
-    Ok((Fdes::from_parts(header, keep.packed, keep.marks), keep.rows))
+    Ok((
+        SectionTable::from_parts(header, keep.packed, keep.marks),
+        keep.rows,
+    ))
 }
 
 #[kunit_tests(unwind_user_validate)]
 mod tests {
     use super::*;
-    use crate::registry::fixtures::TEST_SECTION;
+    use crate::section::fixtures::TEST_SECTION;
 
     /// [`TEST_SECTION`] for a text of `len` bytes from 0x11000.
     fn test_section(len: usize) -> Section {
@@ -271,7 +274,7 @@ mod tests {
             sframe_start: 0x10000,
             sframe_addr: 0x10000,
             sframe_len: TEST_SECTION.len() as u32,
-            resident: false,
+            in_kernel: false,
         }
     }
 
@@ -294,14 +297,14 @@ mod tests {
     }
 
     #[test]
-    fn resident_rows_are_found_decoded() -> Result {
+    fn in_kernel_rows_are_found_decoded() -> Result {
         let s = Section {
-            resident: true,
+            in_kernel: true,
             ..test_section(0x100)
         };
         let mut bytes = KVVec::new();
         bytes.extend_from_slice(&TEST_SECTION, GFP_KERNEL)?;
-        let fdes = validate_resident(&s, bytes, &mut TextCode::zeros(0x100))?.shared()?;
+        let fdes = validate_in_kernel(&s, bytes, &mut TextCode::zeros(0x100))?.shared()?;
         // One function of 4 rows, all decoded: the section is not kept.
         // Its usual rows flattened: room for the text before the function,
         // its 4 rows and two entries a function, 6 bytes each, the index of

@@ -10,7 +10,7 @@
 //! caller that never called, from a `%rbp` the caller uses for data.
 //!
 //! The section is validated once, at boot, from the kernel's copy of the
-//! image, and kept with its FDE table ([`Fdes`]) in kernel memory. Every
+//! image, and kept with its FDE table ([`SectionTable`]) in kernel memory. Every
 //! address space that has a registry gets it as a registration sharing
 //! those rows, at the vDSO's address: from `map_vdso()` at exec and the
 //! vDSO's `mremap()`, or when its registry is created. A process no section describes has no
@@ -21,7 +21,7 @@ use crate::{
     memory::gfp,
     mm::LockedMm,
     registry::RegistryWriter,
-    section::{Fdes, Section},
+    section::{Section, SectionTable},
     usual::TextCode,
     validate,
 };
@@ -43,7 +43,7 @@ struct Vdso {
     text: Segment,
     sframe_addr: u64,
     sframe_len: u32,
-    fdes: Arc<Fdes>,
+    fdes: Arc<SectionTable>,
 }
 
 /// Set once, at boot, and never freed: a `KBox` leaked by [`init`].
@@ -91,7 +91,7 @@ fn build() -> Result<Vdso> {
         sframe_start: 0,
         sframe_addr: usize::try_from(sframe.vaddr).map_err(|_| ENOEXEC)?,
         sframe_len: u32::try_from(len).map_err(|_| ENOEXEC)?,
-        resident: true,
+        in_kernel: true,
     };
     // Its code as built, before alternatives are applied (subsys_initcall):
     // what they patch in is no signal trampoline, which the 64-bit vDSO
@@ -100,7 +100,7 @@ fn build() -> Result<Vdso> {
         len: text.size,
         read: |buf: &mut [u8], off: u64| read(buf, text.offset.checked_add(off).ok_or(ENOEXEC)?),
     };
-    let fdes = validate::validate_resident(&s, bytes, code)?
+    let fdes = validate::validate_in_kernel(&s, bytes, code)?
         .for_kernel_code()
         .shared()?;
     Ok(Vdso {
@@ -162,7 +162,7 @@ fn register_in(mm: &LockedMm<'_>, r: &mut RegistryWriter<'_>) {
     let Some(s) = v
         .text
         .placed(base, base.saturating_add(v.image_size), 0)
-        .and_then(|text| Section::resident(&text, v.sframe_addr, v.sframe_len))
+        .and_then(|text| Section::in_kernel_memory(&text, v.sframe_addr, v.sframe_len))
     else {
         return;
     };

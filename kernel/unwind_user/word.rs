@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Lock-free words read and written in line, as `READ_ONCE()`,
-//! `WRITE_ONCE()` and `xchg()` are: the rule cache's slots and the
-//! registry's generation, which every step reads.
+//! What the step synchronises with, in line: lock-free words read and
+//! written as `READ_ONCE()`, `WRITE_ONCE()` and `xchg()` do (the rule
+//! cache's slots and the registry's generation, which every step reads),
+//! and preemption turned off for a few instructions ([`NoPreempt`]).
 
-use kernel::sync::atomic::{Atomic, AtomicType};
+use kernel::{
+    bindings,
+    sync::atomic::{Atomic, AtomicType},
+};
 
 // `read_once()` and `write_once()` rely on x86-64's memory model.
 const _: () = assert!(cfg!(target_arch = "x86_64"));
@@ -55,4 +59,23 @@ pub(crate) fn xchg_full(a: &Atomic<u64>, v: u64) -> u64 {
         );
     }
     v
+}
+
+/// Preemption off while it lives: `preempt_disable()` to
+/// `preempt_enable()`, for a few instructions, in any context.
+pub(crate) struct NoPreempt;
+
+impl NoPreempt {
+    pub(crate) fn new() -> Self {
+        // SAFETY: Only raises the preemption count, which `drop` lowers.
+        unsafe { bindings::preempt_disable() };
+        NoPreempt
+    }
+}
+
+impl Drop for NoPreempt {
+    fn drop(&mut self) {
+        // SAFETY: Paired with the `preempt_disable()` of `new`.
+        unsafe { bindings::preempt_enable() };
+    }
 }
