@@ -49,20 +49,30 @@ struct Vdso {
 /// Set once, at boot, and never freed: a `KBox` leaked by [`init`].
 static VDSO: Atomic<*mut Vdso> = Atomic::new(core::ptr::null_mut());
 
-/// The image of the 64-bit vDSO, in kernel memory.
-fn image() -> &'static [u8] {
+/// The image of the 64-bit vDSO, in kernel memory, as built.
+///
+/// # Safety
+///
+/// Only at `core_initcall` time, for as long as that initcall runs: the
+/// image is written later, once, when `init_vdso_image()`
+/// (`subsys_initcall`) applies the alternatives to it.
+unsafe fn image<'a>() -> &'a [u8] {
     let mut size = 0;
     // SAFETY: Writes `size` only; the image is static kernel data.
     let data = unsafe { bindings::unwind_user_vdso_image(&mut size) };
     // SAFETY: `vdso64_image.data` is `size` bytes of kernel data that lives
-    // as long as the kernel and that nothing writes after boot (the
-    // alternatives are applied before any process maps it).
+    // as long as the kernel. Nothing writes it while the borrow lasts: only
+    // `init_vdso_image()` does, at `subsys_initcall` time, after the
+    // `core_initcall` this is called from (the caller's contract); initcalls
+    // run one at a time.
     unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) }
 }
 
-/// Validates the vDSO's section.
+/// Validates the vDSO's section, at `core_initcall` time.
 fn build() -> Result<Vdso> {
-    let image = image();
+    // SAFETY: Called only by `init()`, from the vDSO's `core_initcall`, and
+    // `image` does not outlive this call.
+    let image = unsafe { image() };
     let read = |buf: &mut [u8], pos: u64| -> Result {
         let start = usize::try_from(pos).map_err(|_| ENOEXEC)?;
         let end = start.checked_add(buf.len()).ok_or(ENOEXEC)?;
