@@ -9,10 +9,10 @@
 //! generation of the file tables, and no executable mapping was left
 //! *unsettled* since. Its events: mmap settles a new mapping or leaves it
 //! unsettled (`file_table::attach_mapping()`), munmap, unregistration and
-//! fork may leave one unsettled (`registry.rs`), and a walk that may sleep and meets code
-//! no registration covers attaches the tables and settles the address
-//! space (`file_table::attach_mapped()`). A walk at NMI time only reads it,
-//! lock-free.
+//! fork may leave one unsettled (`registry.rs`), and a walk that may sleep
+//! and meets code no registration covers attaches the tables and settles
+//! the address space (`file_table::attach_mapped()`). A walk at NMI time
+//! only reads it, lock-free.
 
 use kernel::{
     prelude::*,

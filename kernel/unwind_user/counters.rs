@@ -21,8 +21,9 @@ pub(crate) struct Counters {
     pub(crate) dropped: Atomic<u64>,
     /// Frames unwound with SFrame at NMI or IRQ time.
     pub(crate) nofault_frames: Atomic<u64>,
-    /// Walks ended at NMI or IRQ time because a read of the section would
-    /// have faulted.
+    /// Walks ended at NMI or IRQ time for what only a walk that may fault
+    /// can do: read a section or code that is not resident, or attach the
+    /// tables of the files mapped.
     pub(crate) nofault_faults: Atomic<u64>,
     /// SFrame frames whose rule came from the rule cache.
     pub(crate) cached_frames: Atomic<u64>,

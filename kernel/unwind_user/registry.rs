@@ -2,9 +2,11 @@
 
 //! Per-address-space registry of SFrame sections.
 //!
-//! Each `mm_struct` with at least one registration points (`mm->sframe`) to a
-//! [`SframeMm`]: the unwinder's counters and an RCU-protected, immutable,
-//! sorted [`Table`] of [`Entry`]s keyed by text range.
+//! Each `mm_struct` that has a registry (from exec, or from the first walk
+//! or registration that needs one) points (`mm->sframe`) to a
+//! [`SframeMm`]: an RCU-protected, immutable, sorted [`Table`] of
+//! [`Entry`]s keyed by text range, with the address space's rule cache,
+//! attach state and counters.
 //!
 //! Writers (exec, prctl, munmap, fork) hold the mmap write lock, which a
 //! [`RegistryWriter`] proves, build a new table and publish it; the old one
@@ -734,12 +736,13 @@ impl<'a> RegistryWriter<'a> {
     }
 
     /// Counts a new mapping mmap could not settle
-    /// ([`AttachState::mapping_unsettled`]), and empties the rule cache: it may hold what
-    /// an earlier mapping of the same addresses, unmapped since, unwound
-    /// with (the frame-pointer rule for a library no table described, say),
-    /// which would otherwise shadow the new mapping's code, never looked up
-    /// again. (The other callers changed the registry, which emptied it.)
-    /// `tables`: a table may describe it once attached.
+    /// ([`AttachState::mapping_unsettled`]), and empties the rule cache: it
+    /// may hold what an earlier mapping of the same addresses, unmapped
+    /// since, unwound with (the frame-pointer rule for a library no table
+    /// described, say), which would otherwise shadow the new mapping's
+    /// code, never looked up again. (The other callers changed the
+    /// registry, which emptied it.) `tables`: a table may describe it once
+    /// attached.
     pub(crate) fn new_mapping_unsettled(&self, tables: bool) {
         self.attach.mapping_unsettled(tables);
         self.invalidate(None);

@@ -28,10 +28,10 @@ pub(crate) struct Section {
     /// Its size in bytes, at most
     /// [`MAX_SECTION_SIZE`](crate::registry::MAX_SECTION_SIZE).
     pub(crate) sframe_len: u32,
-    /// The section's bytes are a file's table in kernel memory
-    /// (`file_table.rs`), not in the address space: `sframe_start` is 0
-    /// and unmapping no range of the address space but the text's drops
-    /// the registration.
+    /// The section's bytes are in kernel memory (a file's table,
+    /// `file_table.rs`, or the vDSO's), not in the address space:
+    /// `sframe_start` is 0 and unmapping no range of the address space but
+    /// the text's drops the registration.
     pub(crate) in_kernel: bool,
 }
 
@@ -286,8 +286,9 @@ pub(crate) mod fixtures {
     use super::*;
     use kernel::{alloc::KVVec, error::code::EINVAL};
 
-    /// A V2 section at 0x10000 (`sframe_addr`) for one function at 0x11000, 0x20 bytes:
-    /// entry, after `push %rbp`, after `mov %rsp,%rbp`, at `ret`.
+    /// A V2 section at 0x10000 (`sframe_addr`) for one function at
+    /// 0x11000, 0x20 bytes: entry, after `push %rbp`, after
+    /// `mov %rsp,%rbp`, at `ret`.
     #[rustfmt::skip]
     pub(crate) const TEST_SECTION: [u8; 62] = [
         0xe2, 0xde, 2, 1,

@@ -728,6 +728,20 @@ mod tests {
             NEEDS_TABLES
         }
     }
+
+    /// A walk driver that steps again at once, as one that attached
+    /// tables with more to come (`later`).
+    struct RetryLater;
+
+    impl Driver for RetryLater {
+        fn needs_tables(
+            mm: &SframeMm,
+            state: &mut bindings::unwind_user_state,
+            frame: &mut bindings::unwind_user_frame,
+        ) -> c_int {
+            retry(mm, state, frame, true)
+        }
+    }
     use crate::section::fixtures::{row, TEST_SECTION};
     use crate::section::{Section, SectionTable};
     use crate::usual::TextCode;
@@ -965,6 +979,20 @@ mod tests {
         assert_eq!(mm.cached(pc, true, gen), None);
         assert_eq!(step(pc, false, Some(false)), (ENOENT.to_errno(), 1));
         assert!(mm.cached(pc, true, gen).is_some());
+        // Through a driver that steps again: the retry's answer, nothing
+        // cached.
+        let mut state = bindings::unwind_user_state {
+            ip: pc + 0x201,
+            sframe_gen: gen,
+            ..Default::default()
+        };
+        let mut frame = bindings::unwind_user_frame::default();
+        assert_eq!(
+            next::<RetryLater>(&mm, &mut state, &mut frame),
+            ENOENT.to_errno()
+        );
+        assert_eq!(state.sframe_fallbacks, 1);
+        assert_eq!(mm.cached(pc + 0x200, true, gen), None);
         // Settled: no question, at a PC not cached either.
         mm.attach
             .set_settled(attach_state::files_gen(), mm.attach.unsettled());

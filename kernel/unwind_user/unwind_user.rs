@@ -13,15 +13,17 @@
 //! it), each with the one `unsafe` its C contract needs, and the walk
 //! driver: where a step needs tables attached, it attaches them (or, at
 //! NMI or IRQ time, decides whether the walk ends) and steps again. The
-//! jobs behind them each have a file, and a file imports only those below
-//! it:
+//! jobs behind them each have a file, listed from the top down; no file's
+//! code imports a file that imports it:
 //!
 //! - `prctl.rs`: the `PR_UNWIND_USER` operations, registration among them;
 //!   `assist.rs`: user-assisted unwinding;
 //! - `file_table.rs`: the tables of files, from their own section or an
 //!   agent's, shared by every address space that maps them; `vdso.rs`:
 //!   the vDSO's section, registered in every registry;
-//! - `step.rs`: one frame of a walk, which takes no lock and reads no file;
+//! - `step.rs`: one frame of a walk, which reads no file and takes no lock
+//!   but, in task context, the mmap or VMA read lock to tell code from
+//!   data;
 //! - `validate.rs`: validating a section;
 //! - `registry.rs`: the sections of an address space, read under RCU;
 //!   `rule_cache.rs`: what each PC unwinds with, kept across walks;
@@ -362,7 +364,9 @@ pub extern "C" fn sframe_inode_evict(inode: *const bindings::inode) {
 /// initcall).
 #[export]
 pub extern "C" fn unwind_user_vdso_init() {
-    vdso::init();
+    // SAFETY: `vdso.c`'s `core_initcall` calls this, before the vDSO's
+    // `subsys_initcall` applies the alternatives to its image.
+    unsafe { vdso::init() };
 }
 
 /// Registers the vDSO's SFrame section in `mm`, whose vDSO `map_vdso()`

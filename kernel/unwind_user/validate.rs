@@ -2,8 +2,8 @@
 
 //! Validation: a section is validated in full, once, and what unwinds use
 //! of it (the header, the FDEs, marks of large functions' rows) is kept in
-//! kernel memory, as its table ([`SectionTable`]), for the registrations that use
-//! it. Sections come from `prctl(PR_UNWIND_USER)`, from files
+//! kernel memory, as its table ([`SectionTable`]), for the registrations
+//! that use it. Sections come from `prctl(PR_UNWIND_USER)`, from files
 //! (`file_table.rs`) and from the vDSO (`vdso.rs`).
 
 use crate::{

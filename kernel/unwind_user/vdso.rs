@@ -10,11 +10,11 @@
 //! caller that never called, from a `%rbp` the caller uses for data.
 //!
 //! The section is validated once, at boot, from the kernel's copy of the
-//! image, and kept with its FDE table ([`SectionTable`]) in kernel memory. Every
-//! address space that has a registry gets it as a registration sharing
-//! those rows, at the vDSO's address: from `map_vdso()` at exec and the
-//! vDSO's `mremap()`, or when its registry is created. A process no section describes has no
-//! registry, and its walks are frame-pointer walks, as before.
+//! image, and kept with its table ([`SectionTable`]) in kernel memory.
+//! Every address space that has a registry (every process, from exec) gets
+//! it as a registration sharing those rows, at the vDSO's address: from
+//! `map_vdso()` at exec and the vDSO's `mremap()`, or when its registry is
+//! created.
 
 use crate::{
     elf::{self, Segment},
@@ -68,10 +68,14 @@ unsafe fn image<'a>() -> &'a [u8] {
     unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) }
 }
 
-/// Validates the vDSO's section, at `core_initcall` time.
-fn build() -> Result<Vdso> {
-    // SAFETY: Called only by `init()`, from the vDSO's `core_initcall`, and
-    // `image` does not outlive this call.
+/// Validates the vDSO's section.
+///
+/// # Safety
+///
+/// As for [`image`]: at `core_initcall` time.
+unsafe fn build() -> Result<Vdso> {
+    // SAFETY: The caller's contract; `image` does not outlive this call
+    // (`Vdso` keeps copies).
     let image = unsafe { image() };
     let read = |buf: &mut [u8], pos: u64| -> Result {
         let start = usize::try_from(pos).map_err(|_| ENOEXEC)?;
@@ -125,8 +129,13 @@ fn build() -> Result<Vdso> {
 /// Validates the vDSO's section, once, at boot (`core_initcall`). Without
 /// it (a vDSO built without `--gsframe`, an allocation failure), the vDSO
 /// is left to the frame-pointer rule.
-pub(crate) fn init() {
-    match build().and_then(|v| Ok(KBox::new(v, GFP_KERNEL)?)) {
+///
+/// # Safety
+///
+/// Once, at `core_initcall` time (see [`image`]).
+pub(crate) unsafe fn init() {
+    // SAFETY: The caller's contract.
+    match unsafe { build() }.and_then(|v| Ok(KBox::new(v, GFP_KERNEL)?)) {
         Ok(v) => VDSO.store(KBox::into_raw(v), Release),
         Err(e) => pr_info!("no SFrame section for the vDSO: {:?}\n", e),
     }
