@@ -46,6 +46,13 @@ const struct inode *unwind_user_file_inode(const struct file *file);
 void unwind_user_inode_mark_table(struct inode *inode);
 bool unwind_user_inode_users(const struct inode *inode);
 bool unwind_user_file_peek(struct file *file, void *buf, size_t len, loff_t pos);
+struct file *unwind_user_file_reopen(struct file *file);
+int unwind_user_provider_open(void);
+void unwind_user_provider_wake(void);
+ssize_t unwind_user_provider_take(char __user *buf, size_t len);
+bool unwind_user_provider_ready(void);
+unsigned long unwind_user_provider_gone(void);
+void unwind_user_provider_expire(void);
 
 /* kernel/unwind_user/vdso.c: C glue of the vDSO's section. */
 void unwind_user_vdso_init(void);

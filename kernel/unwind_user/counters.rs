@@ -7,8 +7,8 @@ use kernel::sync::atomic::{Atomic, Relaxed};
 /// Counters a person debugging can read through `UNWIND_USER_QUERY`.
 ///
 /// Every SFrame lookup ends in exactly one of `sframe_frames`,
-/// `fp_fallbacks`, `errors` and `nofault_faults`: their sum is the number
-/// of lookups (`unwinds` in the query).
+/// `fp_fallbacks`, `errors`, `nofault_faults` and `table_waits`: their sum
+/// is the number of lookups (`unwinds` in the query).
 ///
 /// On cache lines of their own: every walk of every thread adds to them at
 /// its end, and none of that traffic should evict the fields every step
@@ -25,6 +25,9 @@ pub(crate) struct Counters {
     /// can do: read a section or code that is not resident, or attach the
     /// tables of the files mapped.
     pub(crate) nofault_faults: Atomic<u64>,
+    /// Walks ended at code of a file whose table the provider was asked
+    /// for and has not given yet.
+    pub(crate) table_waits: Atomic<u64>,
     /// SFrame frames whose rule came from the rule cache.
     pub(crate) cached_frames: Atomic<u64>,
     /// User copies of section bytes, and the bytes, made while unwinding.

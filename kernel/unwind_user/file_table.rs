@@ -49,6 +49,7 @@ use crate::{
     elf::{self, Segment},
     memory::{self, gfp},
     mm::{self, FileMapping, LockedMm},
+    provider,
     registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
     section::{Section, SectionTable},
     usual::TextCode,
@@ -85,7 +86,10 @@ global_lock! {
 /// Called once, before any other use of the lock.
 pub(crate) unsafe fn init() {
     // SAFETY: The caller's contract.
-    unsafe { FILES.init() };
+    unsafe {
+        FILES.init();
+        provider::init();
+    }
 }
 
 /// How many tables of files root does not own [`FILES`] holds.
@@ -201,6 +205,9 @@ pub(crate) struct FileTable {
     /// Attached by an agent (`UNWIND_USER_FILE_ATTACH`), not built from
     /// the file's own section.
     agent: bool,
+    /// When the provider was asked for the file's table, in milliseconds;
+    /// 0 if it was not ([`provider::want`]).
+    asked_ms: Atomic<u64>,
 }
 
 impl FileTable {
@@ -223,6 +230,19 @@ impl FileTable {
     unsafe fn stale(&self) -> bool {
         // SAFETY: The caller's contract.
         unsafe { Stamp::of(self.inode as *const bindings::inode) != self.stamp }
+    }
+
+    /// Is the provider's answer for the file waited for? Then a walk that
+    /// meets its code ends there, and an address space that maps it is not
+    /// settled.
+    fn waiting(&self) -> bool {
+        provider::waiting(self.asked_ms.load(Relaxed))
+    }
+
+    /// A table that says the kernel found no section of its own in the
+    /// file, which a provider may be asked for.
+    fn askable(&self) -> bool {
+        self.described.is_none() && self.over_budget == 0 && !self.agent
     }
 
     /// Is it a table that did not fit the budget, which now has room for
@@ -404,6 +424,7 @@ fn build_table(
             over_budget,
             user,
             agent,
+            asked_ms: Atomic::new(0),
         },
         gfp(),
     )?)
@@ -411,10 +432,31 @@ fn build_table(
 
 /// `UNWIND_USER_FILE_ATTACH`: builds the table of the file `u.fd` from the
 /// section at `u.sframe_ptr` and makes it the file's table.
+///
+/// With `UNWIND_USER_FILE_F_NONE`, the answer that the file has no
+/// section to give: remembered as its table, which holds nothing.
 pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     privileged()?;
     let no_hold = bindings::UNWIND_USER_FILE_F_NO_HOLD;
-    if u.flags & !no_hold != 0 || u.sframe_size == 0 {
+    let none = bindings::UNWIND_USER_FILE_F_NONE;
+    if u.flags & !(no_hold | none) != 0 {
+        return Err(EINVAL);
+    }
+    if u.flags & none != 0 {
+        if u.sframe_ptr != 0 || u.sframe_size != 0 || u.sframe_addr != 0 {
+            return Err(EINVAL);
+        }
+        let file = regular_file(u.fd)?;
+        let inode = inode_of(&file);
+        // SAFETY: `file` keeps its inode live.
+        let user = unsafe { bindings::unwind_user_inode_users(inode) };
+        let table = build_table(inode, true, None, user, || Ok(Built::Nothing))?;
+        let old = insert(table, true)?;
+        provider::answered(inode as usize);
+        drop(old);
+        return Ok(());
+    }
+    if u.sframe_size == 0 {
         return Err(EINVAL);
     }
     if u.sframe_size > MAX_SECTION_SIZE as u64 {
@@ -456,9 +498,37 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     };
     let table = build_table(inode, true, held, user, build)?;
     let old = insert(table, true)?;
+    provider::answered(inode as usize);
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
     Ok(())
+}
+
+/// `UNWIND_USER_FILE_PROVIDE`: makes the caller the machine's provider of
+/// file tables, and returns its descriptor. The files the kernel found no
+/// section in before (while no provider was registered, or one that went
+/// away had not answered) are forgotten, and every address space looks
+/// at its files again: the provider is asked for them as walks meet them.
+pub(crate) fn provide() -> Result<i32> {
+    privileged()?;
+    provider::register()?;
+    // SAFETY: Creates a file and installs it in the current task's table;
+    // no preconditions.
+    let fd = unsafe { bindings::unwind_user_provider_open() };
+    if fd < 0 {
+        provider::unregister();
+        return Err(Error::from_errno(fd));
+    }
+    // Such a table holds no file and no rows: freed under the lock.
+    FILES.lock().retain(|t| {
+        let keep = !t.askable();
+        if !keep {
+            count(t, false);
+        }
+        keep
+    });
+    advance_files_gen();
+    Ok(fd)
 }
 
 /// Removes the tables that hold their file (an agent's) whose file changed
@@ -571,7 +641,8 @@ fn count(table: &FileTable, added: bool) {
     if table.holds_file() {
         update(&NR_HELD);
     }
-    if table.agent {
+    // Not an answer that the file has nothing: that describes nothing.
+    if table.agent && table.described.is_some() {
         update(&NR_AGENT);
     }
 }
@@ -592,7 +663,8 @@ pub(crate) fn agent_tables() -> bool {
 /// [`MAX_TABLES`] files have one, or a user's file's table would pass
 /// [`MAX_USER_TABLES`]. A table that replaces another advances
 /// the generation: address spaces that attached the old one, or found
-/// their file had none, are not settled any more. A new file's table does
+/// their file had none, are not settled any more; but not the answer to a
+/// file the provider was asked for, which no address space settled on. A new file's table does
 /// not: mmap leaves a mapping of a file with no table unsettled
 /// ([`attach_mapping`]).
 ///
@@ -629,10 +701,16 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
                         Ok(None)
                     };
                 }
+                // The answer to a file the provider was asked for: no
+                // address space that maps it was settled since it was
+                // asked, nor cached its PCs (its walks ended there), and
+                // each attaches the new table at its next walk; every other
+                // address space keeps its rule cache.
+                let answer = cur.waiting();
                 count(&table, true);
                 let old = core::mem::replace(cur, table);
                 count(&old, false);
-                if !needs_more {
+                if !(needs_more || answer) {
                     advance_files_gen();
                 }
                 return Ok(Some(old));
@@ -759,6 +837,9 @@ pub(crate) enum Attach {
     /// changed meanwhile): a later walk may attach the rest. Nothing to
     /// cache.
     Later,
+    /// The PC the walk asked for is in a file whose table the provider was
+    /// asked for and has not given yet: the walk ends there.
+    Waiting,
 }
 
 /// A file's table, and where to register it in an address space: found
@@ -787,6 +868,8 @@ fn candidates(
             continue;
         };
         let Some((section, _)) = table.section_in(m) else {
+            // Its provider's answer may come.
+            missing |= table.waiting();
             continue;
         };
         found.push(
@@ -872,14 +955,17 @@ const MAX_BUILDS: usize = 64;
 /// files that have none yet from their own `PT_GNU_SFRAME` segment: what a
 /// walk that may sleep does when it meets code no registration covers, so
 /// that the walks at NMI or IRQ time that come after find them all.
-/// Returns what it did; when it settled every mapping, it says so in `smm`
-/// for generation `files_gen` of the tables (read before it looked).
+/// Returns what it did, or [`Attach::Waiting`] if `pc`, where the walk is,
+/// is in a file the provider is asked for; when it settled every mapping,
+/// it says so in `smm` for generation `files_gen` of the tables (read
+/// before it looked). Files with no section of their own are asked for
+/// here, once a file.
 ///
 /// Never in line: with [`registry_for_walk`], it is where a walk may
 /// allocate (in task context only), the boundary `bench/noalloc.py` checks
 /// the rest of the unwind path up to.
 #[inline(never)]
-pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> Attach {
+pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64, pc: usize) -> Attach {
     kernel::task::might_sleep();
     let mut mappings = KVec::new();
     // Files with no table yet: those of mappings to attach, then those a
@@ -951,19 +1037,44 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64) -> 
     // change of the tables (an agent's attach or detach), tries again;
     // another address space tries for itself.
     let mut given_up = KVec::new();
+    let mut asked = false;
     for file in Iterator::chain(unknown.into_iter(), covered).take(MAX_BUILDS) {
+        let built = build_own(&file).inspect(|t| asked |= t.askable() && ask(t, &file));
         // Not inserted because a table appeared meanwhile: that one.
-        if build_own(&file).and_then(|t| insert(t, false)).is_err() {
+        if built.and_then(|t| insert(t, false)).is_err() {
             // Not remembered (out of memory): the next walk tries again.
             let _ = given_up.push(inode_of(&file), GFP_KERNEL);
         }
         drop(file);
     }
+    let waiting = mappings
+        .iter()
+        .find(|m| (m.start..m.end).contains(&pc))
+        .and_then(|m| find(m.inode))
+        .filter(|t| t.waiting());
+    if let Some(t) = &waiting {
+        if !asked {
+            provider::met(t.key());
+        }
+    }
     let (attached, settled) = attach_tables(mm, smm, &mappings, &given_up);
     if settled {
         smm.attach.set_settled(files_gen, unsettled);
     }
+    if waiting.is_some() {
+        return Attach::Waiting;
+    }
     attached
+}
+
+/// Asks the provider, if one is registered, for the table of `file`, which
+/// `table` says has no section of its own; returns whether it did.
+fn ask(table: &FileTable, file: &File) -> bool {
+    let Some(asked) = provider::want(file, table.key(), table.user) else {
+        return false;
+    };
+    table.asked_ms.store(asked, Relaxed);
+    true
 }
 
 /// Attaches to `mm` the table of the file `vma` maps, if it is executable
@@ -1006,8 +1117,9 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
             Err(e) => e == EEXIST || e == ENOSPC,
         },
         // A table that says the file has nothing, or does not fit this
-        // mapping: neither would a walk attach one.
-        (Some(_), None) => true,
+        // mapping: neither would a walk attach one; unless the provider's
+        // answer for the file is waited for.
+        (Some(t), None) => !t.waiting(),
         // A user's file when users' files have all the tables they may:
         // neither would a walk build one.
         (None, None) => m.users && user_tables_full(),
@@ -1076,6 +1188,7 @@ mod tests {
                     over_budget: n,
                     user: false,
                     agent: false,
+                    asked_ms: Atomic::new(0),
                 },
                 GFP_KERNEL,
             )

@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * C glue of the per-file SFrame tables (file_table.rs), for what the Rust
- * abstractions do not offer: a sysctl, an initcall, and the static inline
- * functions of the C headers that bindgen cannot call.
+ * C glue of the per-file SFrame tables (file_table.rs) and of their
+ * provider (provider.rs), for what the Rust abstractions do not offer: a
+ * sysctl, an initcall, an anonymous file with its own file_operations, a
+ * wait queue, and the static inline functions of the C headers that
+ * bindgen cannot call.
  */
+#include <linux/anon_inodes.h>
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/init.h>
 #include <linux/pagemap.h>
+#include <linux/poll.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
 #include <linux/user_namespace.h>
+#include <linux/workqueue.h>
 #include <linux/unwind_user_sframe.h>
 
 /*
@@ -125,4 +131,95 @@ bool unwind_user_file_peek(struct file *file, void *buf, size_t len, loff_t pos)
 	}
 	folio_put(folio);
 	return copied;
+}
+
+/*
+ * The provider's descriptor (UNWIND_USER_FILE_PROVIDE): an anonymous file
+ * whose reads take the queue of wanted files (provider.rs), and which
+ * polls readable when the queue has something. The registration ends
+ * when the file is released.
+ */
+static DECLARE_WAIT_QUEUE_HEAD(unwind_user_provider_wq);
+
+void unwind_user_provider_wake(void)
+{
+	wake_up_interruptible(&unwind_user_provider_wq);
+}
+
+static ssize_t unwind_user_provider_read(struct file *file, char __user *buf,
+					 size_t count, loff_t *ppos)
+{
+	ssize_t ret;
+
+	for (;;) {
+		ret = unwind_user_provider_take(buf, count);
+		if (ret != -EAGAIN || (file->f_flags & O_NONBLOCK))
+			return ret;
+		if (wait_event_interruptible(unwind_user_provider_wq,
+					     unwind_user_provider_ready()))
+			return -ERESTARTSYS;
+	}
+}
+
+static __poll_t unwind_user_provider_poll(struct file *file, poll_table *wait)
+{
+	poll_wait(file, &unwind_user_provider_wq, wait);
+	return unwind_user_provider_ready() ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+static void unwind_user_provider_expire_fn(struct work_struct *work)
+{
+	unwind_user_provider_expire();
+}
+
+static DECLARE_DELAYED_WORK(unwind_user_provider_expire_work,
+			    unwind_user_provider_expire_fn);
+
+/*
+ * The queue outlives the provider by a grace period, for a restarted
+ * provider to take over; then the delayed work lets its files go, unless
+ * a provider registered meanwhile.
+ */
+static int unwind_user_provider_release(struct inode *inode, struct file *file)
+{
+	unsigned long ms = unwind_user_provider_gone();
+
+	mod_delayed_work(system_wq, &unwind_user_provider_expire_work,
+			 msecs_to_jiffies(ms));
+	return 0;
+}
+
+static const struct file_operations unwind_user_provider_fops = {
+	.owner		= THIS_MODULE,
+	.read		= unwind_user_provider_read,
+	.poll		= unwind_user_provider_poll,
+	.release	= unwind_user_provider_release,
+	.llseek		= noop_llseek,
+};
+
+int unwind_user_provider_open(void)
+{
+	return anon_inode_getfd("[unwind_user_provider]",
+				&unwind_user_provider_fops, NULL,
+				O_RDONLY | O_CLOEXEC);
+}
+
+/*
+ * @file, which a walk met mapped, opened again read-only with the current
+ * task's credentials (the provider's, which reads it): by the path user
+ * space sees (an overlayfs file's, whose inode keys its table), and only
+ * if the provider may read it, as fanotify opens the files it hands its
+ * listener. The mapping's own file may be open for writing, or be an
+ * execute-only program its owner may not read.
+ */
+struct file *unwind_user_file_reopen(struct file *file)
+{
+	const struct path *path = file_user_path(file);
+	int err;
+
+	err = inode_permission(mnt_idmap(path->mnt), d_inode(path->dentry),
+			       MAY_READ);
+	if (err)
+		return ERR_PTR(err);
+	return dentry_open(path, O_RDONLY | O_LARGEFILE, current_cred());
 }

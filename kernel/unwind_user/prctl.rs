@@ -6,7 +6,7 @@
 //! space's registry.
 
 use crate::{
-    assist, file_table, memory, mm,
+    assist, file_table, memory, mm, provider,
     registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
     section::Section,
     uapi::{eopnotsupp, read_versioned, write_versioned},
@@ -18,7 +18,7 @@ use kernel::{
     alloc::KVec,
     bindings,
     error::code::{E2BIG, EBADF, EFAULT, EINTR, EINVAL, ENOENT},
-    ffi::c_ulong,
+    ffi::{c_long, c_ulong},
     mm::virt::flags::{EXEC, READ},
     prelude::*,
     sync::atomic::Relaxed,
@@ -123,20 +123,24 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
         return Err(EINVAL);
     }
     let (file_tables, file_bytes) = file_table::usage();
+    let (files_wanted, wants_dropped) = provider::counts();
     let info = mm::with_current(|mm| {
         let Some(r) = SframeMm::of(mm) else {
             return Ok(bindings::unwind_user_info {
                 file_tables,
                 file_bytes,
+                files_wanted,
+                wants_dropped,
                 ..Default::default()
             });
         };
         let c = &r.counters;
-        let (frames, fallbacks, errors, faults) = (
+        let (frames, fallbacks, errors, faults, waits) = (
             c.sframe_frames.load(Relaxed),
             c.fp_fallbacks.load(Relaxed),
             c.errors.load(Relaxed),
             c.nofault_faults.load(Relaxed),
+            c.table_waits.load(Relaxed),
         );
         Ok(bindings::unwind_user_info {
             nr_sections: r.len() as u64,
@@ -144,7 +148,8 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
             unwinds: frames
                 .wrapping_add(fallbacks)
                 .wrapping_add(errors)
-                .wrapping_add(faults),
+                .wrapping_add(faults)
+                .wrapping_add(waits),
             sframe_frames: frames,
             fp_fallbacks: fallbacks,
             errors,
@@ -156,6 +161,9 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
             section_bytes: c.section_bytes.load(Relaxed),
             file_tables,
             file_bytes,
+            table_waits: waits,
+            files_wanted,
+            wants_dropped,
         })
     })?;
     write_versioned(ptr, size, info)
@@ -163,7 +171,7 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
 
 /// `prctl(PR_UNWIND_USER, op, arg3, arg4, arg5)`; arguments an operation
 /// does not take must be 0.
-pub(crate) fn prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> Result {
+pub(crate) fn prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> Result<c_long> {
     // Compare all of `op`: one with high bits set is not a known op.
     const REGISTER: c_ulong = bindings::UNWIND_USER_SFRAME_REGISTER as c_ulong;
     const UNREGISTER: c_ulong = bindings::UNWIND_USER_SFRAME_UNREGISTER as c_ulong;
@@ -172,7 +180,8 @@ pub(crate) fn prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) ->
     const ASSIST_SUBMIT: c_ulong = bindings::UNWIND_USER_ASSIST_SUBMIT as c_ulong;
     const FILE_ATTACH: c_ulong = bindings::UNWIND_USER_FILE_ATTACH as c_ulong;
     const FILE_DETACH: c_ulong = bindings::UNWIND_USER_FILE_DETACH as c_ulong;
-    match op {
+    const FILE_PROVIDE: c_ulong = bindings::UNWIND_USER_FILE_PROVIDE as c_ulong;
+    let r = match op {
         REGISTER if arg5 == 0 => register(arg3, arg4),
         UNREGISTER if arg4 == 0 && arg5 == 0 => unregister(arg3),
         QUERY if arg5 == 0 => query(arg3, arg4),
@@ -184,6 +193,10 @@ pub(crate) fn prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) ->
         FILE_DETACH if arg4 == 0 && arg5 == 0 => {
             file_table::detach(i32::try_from(arg3).map_err(|_| EBADF)?)
         }
+        FILE_PROVIDE if arg3 == 0 && arg4 == 0 && arg5 == 0 => {
+            return file_table::provide().map(|fd| fd as c_long);
+        }
         _ => Err(EINVAL),
-    }
+    };
+    r.map(|()| 0)
 }

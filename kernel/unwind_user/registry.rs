@@ -265,6 +265,7 @@ impl SframeMm {
                     dropped: Atomic::new(0),
                     nofault_frames: Atomic::new(0),
                     nofault_faults: Atomic::new(0),
+                    table_waits: Atomic::new(0),
                     cached_frames: Atomic::new(0),
                     section_reads: Atomic::new(0),
                     section_bytes: Atomic::new(0),

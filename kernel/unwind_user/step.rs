@@ -461,7 +461,7 @@ fn take_cached(
 /// cache holds no PC below the first page: one that wrapped is refused by
 /// the lookup.
 #[inline(always)]
-fn lookup_pc(state: &bindings::unwind_user_state) -> (usize, bool) {
+pub(crate) fn lookup_pc(state: &bindings::unwind_user_state) -> (usize, bool) {
     let adj = !(state.topmost || state.interrupted);
     (state.ip.wrapping_sub(usize::from(adj)), adj)
 }

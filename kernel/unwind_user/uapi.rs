@@ -11,7 +11,7 @@ use kernel::{
     ffi::{c_int, c_ulong},
     prelude::*,
     transmute::{AsBytes, FromBytes},
-    uaccess::{UserPtr, UserSlice},
+    uaccess::{UserPtr, UserSlice, UserSliceWriter},
 };
 
 /// `EOPNOTSUPP`, which `kernel::error::code` does not have.
@@ -54,11 +54,12 @@ uapi_structs! {
     unwind_user_info {
         nr_sections, unwinds, sframe_frames, fp_fallbacks, errors, dropped,
         nofault_frames, nofault_faults, cached_frames, section_reads, section_bytes,
-        file_tables, file_bytes
-    } = UNWIND_USER_INFO_SIZE_VER3;
+        file_tables, file_bytes, table_waits, files_wanted, wants_dropped
+    } = UNWIND_USER_INFO_SIZE_VER4;
     unwind_user_file {
         fd, flags, sframe_ptr, sframe_size, sframe_addr
     } = UNWIND_USER_FILE_SIZE_VER0;
+    unwind_user_file_want { size, fd, flags, walks } = UNWIND_USER_FILE_WANT_SIZE_VER0;
     unwind_user_assist { signo, max_entries, timeout_ms, flags } = UNWIND_USER_ASSIST_SIZE_VER0;
     unwind_user_assist_frames { cookie, entries, nr, flags } = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0;
 }
@@ -94,6 +95,14 @@ where
         }
     }
     Ok(v.0)
+}
+
+/// Writes `v` whole at `out`.
+pub(crate) fn write<T>(out: &mut UserSliceWriter, v: T) -> Result
+where
+    Uapi<T>: AsBytes,
+{
+    out.write(&Uapi(v))
 }
 
 /// Writes `v` to `ptr`, at most `size` bytes of it (an older caller's

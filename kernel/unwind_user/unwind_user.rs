@@ -50,7 +50,7 @@
 use kernel::{
     bindings,
     error::code::{EAGAIN, ENOENT, ENOMEM},
-    ffi::{c_int, c_long, c_uint, c_ulong},
+    ffi::{c_char, c_int, c_long, c_uint, c_ulong},
     mm::{virt::VmaRef, MmWithUser},
     prelude::*,
 };
@@ -66,6 +66,7 @@ mod file_table;
 mod memory;
 mod mm;
 mod prctl;
+mod provider;
 mod registry;
 mod rule_cache;
 mod section;
@@ -78,6 +79,7 @@ mod validate;
 mod vdso;
 mod word;
 
+use counters::Counters;
 use registry::{RegistryWriter, SframeMm};
 use section::Section;
 
@@ -93,9 +95,40 @@ pub extern "C" fn unwind_user_files_init() {
 #[export]
 pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> c_long {
     match prctl::prctl(op, arg3, arg4, arg5) {
-        Ok(()) => 0,
+        Ok(v) => v,
         Err(e) => e.to_errno() as c_long,
     }
+}
+
+/// A read of the provider's descriptor (`files.c`): what it copied to
+/// `buf`, or a negative errno (`-EAGAIN`: nothing queued).
+#[export]
+pub extern "C" fn unwind_user_provider_take(buf: *mut c_char, len: usize) -> isize {
+    match provider::take(buf as usize, len) {
+        Ok(n) => n as isize,
+        Err(e) => e.to_errno() as isize,
+    }
+}
+
+/// Has the provider something to read? For its descriptor's poll and
+/// blocking read (`files.c`).
+#[export]
+pub extern "C" fn unwind_user_provider_ready() -> bool {
+    provider::ready()
+}
+
+/// The provider's descriptor was released: there is no provider any more.
+/// Returns in how many milliseconds `unwind_user_provider_expire()` is to
+/// let its queue go.
+#[export]
+pub extern "C" fn unwind_user_provider_gone() -> c_ulong {
+    provider::unregister() as c_ulong
+}
+
+/// The grace period after the provider went is over (`files.c`).
+#[export]
+pub extern "C" fn unwind_user_provider_expire() {
+    provider::expire();
 }
 
 /// The signal to send to the current thread with each deferred unwind's
@@ -216,7 +249,9 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
 /// distribution's new process gets from its first sample the stacks
 /// mainline's walk gives.
 fn tables_may_come(smm: Option<&SframeMm>) -> bool {
-    smm.is_none_or(|m| m.attach.tables_pending()) || file_table::agent_tables()
+    smm.is_none_or(|m| m.attach.tables_pending())
+        || file_table::agent_tables()
+        || provider::accepting()
 }
 
 /// The walk driver of the step ([`step::Driver`]).
@@ -242,11 +277,17 @@ impl step::Driver for WalkDriver {
         } else {
             let files_gen = attach_state::files_gen();
             let task = kernel::current!();
-            match task.mm() {
-                Some(mm) => {
-                    file_table::attach_mapped(mm, smm, files_gen) == file_table::Attach::Later
+            let Some(mm) = task.mm() else {
+                return step::retry(smm, state, frame, false);
+            };
+            match file_table::attach_mapped(mm, smm, files_gen, step::lookup_pc(state).0) {
+                file_table::Attach::Later => true,
+                // Its table is on its way: no guess of its callers meanwhile.
+                file_table::Attach::Waiting => {
+                    Counters::inc(&smm.counters.table_waits);
+                    return EAGAIN.to_errno();
                 }
-                None => false,
+                _ => false,
             }
         };
         step::retry(smm, state, frame, later)

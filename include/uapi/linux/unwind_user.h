@@ -47,6 +47,19 @@
 #define UNWIND_USER_FILE_ATTACH		6
 /* prctl(PR_UNWIND_USER, UNWIND_USER_FILE_DETACH, fd, 0, 0); same privilege */
 #define UNWIND_USER_FILE_DETACH		7
+/*
+ * prctl(PR_UNWIND_USER, UNWIND_USER_FILE_PROVIDE, 0, 0, 0)
+ *
+ * Needs CAP_PERFMON or CAP_SYS_ADMIN: makes the caller the machine's
+ * provider of file tables, which the kernel asks for the table of each
+ * file a walk meets with none, once a file.  Returns a descriptor
+ * (close-on-exec) whose reads give struct unwind_user_file_want records;
+ * it polls readable when one is queued.  The provider answers each with
+ * UNWIND_USER_FILE_ATTACH, with a section or UNWIND_USER_FILE_F_NONE.
+ * Closing the descriptor ends the registration.  EBUSY while another
+ * provider is registered.
+ */
+#define UNWIND_USER_FILE_PROVIDE	8
 
 /**
  * struct unwind_user_sframe - one .sframe section and the text it describes
@@ -110,6 +123,14 @@ struct unwind_user_sframe {
  * through /proc/PID/map_files).
  */
 #define UNWIND_USER_FILE_F_NO_HOLD	(1U << 0)
+/*
+ * The provider's answer that the file has no section to give (no
+ * .eh_frame, nothing encodable, built with frame pointers): the kernel
+ * remembers it for this version of the file and does not ask again; the
+ * frame-pointer rule takes its frames.  @sframe_ptr, @sframe_size and
+ * @sframe_addr must be 0.
+ */
+#define UNWIND_USER_FILE_F_NONE		(1U << 1)
 
 struct unwind_user_file {
 	__s32 fd;
@@ -120,6 +141,39 @@ struct unwind_user_file {
 };
 
 #define UNWIND_USER_FILE_SIZE_VER0	32
+
+/**
+ * struct unwind_user_file_want - a file the kernel wants the table of
+ * @size:  sizeof(struct unwind_user_file_want): a later kernel may append
+ *         fields; records are read whole, @size bytes apart
+ * @fd:    the file, opened read-only (close-on-exec) with the reader's
+ *         credentials and installed in the reader: files of other mount
+ *         namespaces, deleted or replaced files and memfds alike; a
+ *         negative errno if it could not be opened (-EACCES: the reader
+ *         may not read it); -1 with UNWIND_USER_WANT_F_OVERFLOW
+ * @flags: UNWIND_USER_WANT_F_*
+ * @walks: how many walks met the file before it was read
+ *
+ * A read of the provider's descriptor gives as many whole records as fit,
+ * EINVAL for a buffer smaller than one, and EAGAIN (O_NONBLOCK) or waits
+ * when none is queued.  A file is asked for once: a walk that meets its
+ * code meanwhile ends there (counted in table_waits) rather than guess
+ * its callers with frame pointers, until the answer comes, the provider
+ * closes its descriptor, or 30 seconds have passed.
+ */
+struct unwind_user_file_want {
+	__u32 size;
+	__s32 fd;
+	__u32 flags;
+	__u32 walks;
+};
+
+/* Wants were dropped (the queue was full): look at every process's maps. */
+#define UNWIND_USER_WANT_F_OVERFLOW	(1U << 0)
+/* A file any user may have made (not root's, or on a user's mount). */
+#define UNWIND_USER_WANT_F_USER		(1U << 1)
+
+#define UNWIND_USER_FILE_WANT_SIZE_VER0	16
 
 /**
  * struct unwind_user_info - state of this process's unwinder
@@ -147,6 +201,12 @@ struct unwind_user_file {
  *                  (UNWIND_USER_FILE_ATTACH), machine-wide
  * @file_bytes:     kernel memory those tables take, machine-wide, bounded by
  *                  the sysctl kernel.unwind_user_file_bytes_max
+ * @table_waits:    walks ended at code of a file whose table the provider
+ *                  was asked for and has not given yet
+ *                  (UNWIND_USER_FILE_PROVIDE)
+ * @files_wanted:   files the provider was asked for, machine-wide
+ * @wants_dropped:  files not asked for because the provider's queue was
+ *                  full, machine-wide
  *
  * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes; size
  * must be at least UNWIND_USER_INFO_SIZE_VER0.
@@ -165,12 +225,16 @@ struct unwind_user_info {
 	__u64 section_bytes;		/* since VER2 */
 	__u64 file_tables;		/* since VER3 */
 	__u64 file_bytes;		/* since VER3 */
+	__u64 table_waits;		/* since VER4 */
+	__u64 files_wanted;		/* since VER4 */
+	__u64 wants_dropped;		/* since VER4 */
 };
 
 #define UNWIND_USER_INFO_SIZE_VER0	48
 #define UNWIND_USER_INFO_SIZE_VER1	64
 #define UNWIND_USER_INFO_SIZE_VER2	88
 #define UNWIND_USER_INFO_SIZE_VER3	104
+#define UNWIND_USER_INFO_SIZE_VER4	128
 
 /**
  * struct unwind_user_assist - user-assisted unwinding of this process

@@ -60,6 +60,19 @@
  *       registration) and that nothing was attached to its address space,
  *       whereas before the change the same child program got complete
  *       stacks and one more registration.
+ *   provider.*  the machine's provider of file tables
+ *       (UNWIND_USER_FILE_PROVIDE), this process: its errnos (EPERM for
+ *       another user, EBUSY for a second one, EINVAL); a child that maps
+ *       the copy (no section of its own), unlinked meanwhile, is walked:
+ *       the kernel asks for the file once, with a read-only, close-on-exec
+ *       descriptor of it, and until the answer the child's stacks end at
+ *       the library's first frame (table_waits), never a wrong frame; the
+ *       answer, a section through that descriptor, gives complete stacks
+ *       at the next walk. An answer that the file has nothing
+ *       (UNWIND_USER_FILE_F_NONE) is remembered across providers; a file
+ *       left unanswered by a provider that goes is asked again of one
+ *       registered within the grace period, and waited for meanwhile;
+ *       after the grace period with no provider, it is not waited for.
  *
  * Needs CAP_PERFMON or CAP_SYS_ADMIN (root in the test guest); the tests
  * skip on a kernel without the operations (EINVAL), and the libc tests
@@ -77,6 +90,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <link.h>
+#include <poll.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <stdio.h>
@@ -619,6 +633,7 @@ struct result {
 	unsigned int whole, deferred;	/* from samples, from deferred records */
 	struct libc_tally t;		/* q, p: the workload's stacks */
 	unsigned int in_lib;		/* dl: leaf in the library's chain */
+	unsigned int lib_wrong;		/* of those, a frame not the caller */
 	unsigned int lib_complete;	/* of those, every frame to main */
 	/* v: stacks from clock_work to main, cut short, wrong, without it */
 	unsigned int v_complete, v_cut, v_wrong, v_other;
@@ -629,15 +644,18 @@ struct result {
 static void classify_dl(const struct ustack *st, struct result *r, bool verbose)
 {
 	const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
-	int k;
+	int k, m;
 
 	for (k = 0; top && k < DL_LIB_FRAMES; k++) {
 		if (strcmp(top, dl_chain[k]))
 			continue;
 		r->in_lib++;
-		if (stack_matches(st, dl_chain + k, ARRAY_SIZE(dl_chain) - k) == 1)
+		m = stack_matches(st, dl_chain + k, ARRAY_SIZE(dl_chain) - k);
+		if (m == 1)
 			r->lib_complete++;
-		else if (verbose && r->in_lib - r->lib_complete <= 3)
+		else if (m == -2)
+			r->lib_wrong++;
+		if (m != 1 && verbose && r->in_lib - r->lib_complete <= 3)
 			stack_print("through the library, not complete", st, 16);
 		return;
 	}
@@ -2764,6 +2782,311 @@ static int fault_child(void)
 	if (zero_fd < 0 || sample_stacks_kernel(prime_work, &seconds, FREQ, &stacks))
 		return FC_ERROR;
 	return libc_table_taken(text) ? FC_HIT_WALK : FC_HIT_NEVER;
+}
+
+/* The machine's provider of file tables: this process. */
+
+static long provide(void)
+{
+	long fd = prctl(PR_UNWIND_USER, UNWIND_USER_FILE_PROVIDE, 0, 0, 0);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Other files the provider tests were asked for (libc, ld.so, ...), which
+ * they answer "nothing": their walks are not to wait for them. Each is
+ * detached at the fixture's end.
+ */
+struct others {
+	int fd[64];
+	int nr;
+};
+
+static void answer_none(struct others *o, int fd)
+{
+	struct unwind_user_file f = { .fd = fd, .flags = UNWIND_USER_FILE_F_NONE };
+
+	if (o->nr < (int)ARRAY_SIZE(o->fd) && !file_attach(&f)) {
+		o->fd[o->nr++] = fd;
+		return;
+	}
+	close(fd);
+}
+
+static void others_fini(struct others *o)
+{
+	while (o->nr > 0) {
+		o->nr--;
+		file_detach(o->fd[o->nr]);
+		close(o->fd[o->nr]);
+	}
+}
+
+/*
+ * The want of the file @st names, read from the provider @pfd within
+ * @msec ms: 0 with it in @w (its descriptor open), or -1. Other files
+ * asked for meanwhile are answered "nothing" (@o).
+ */
+static int want_of(int pfd, const struct stat *st, struct unwind_user_file_want *w,
+		   int msec, struct others *o)
+{
+	struct unwind_user_file_want recs[8];
+	struct pollfd p = { .fd = pfd, .events = POLLIN };
+	double end = now_seconds() + msec / 1000.0;
+	int found = -1;
+
+	while (found && now_seconds() < end) {
+		ssize_t n, i;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = read(pfd, recs, sizeof(recs));
+		for (i = 0; i < n / (ssize_t)sizeof(recs[0]); i++) {
+			struct stat fst;
+
+			if (recs[i].fd < 0)
+				continue;
+			if (found && !fstat(recs[i].fd, &fst) &&
+			    fst.st_dev == st->st_dev && fst.st_ino == st->st_ino) {
+				*w = recs[i];
+				found = 0;
+				continue;
+			}
+			answer_none(o, recs[i].fd);
+		}
+	}
+	return found;
+}
+
+FIXTURE(provider) {
+	struct lib_copy lc;
+	struct file_info t0;
+	int have;
+	int fd;			/* the provider's descriptor */
+	struct stat st;		/* the copy's */
+	struct others o;
+};
+
+FIXTURE_SETUP(provider)
+{
+	long fd;
+
+	self->fd = -1;
+	lib_fixture_setup(_metadata, &self->lc, &self->have, &self->t0);
+	ASSERT_EQ(0, fstat(self->lc.fd, &self->st));
+	fd = provide();
+	if (fd == -EINVAL)
+		SKIP(return, "no UNWIND_USER_FILE_PROVIDE in this kernel");
+	if (fd == -EBUSY)
+		SKIP(return, "another provider of file tables is registered");
+	ASSERT_LE(0, fd) TH_LOG("UNWIND_USER_FILE_PROVIDE: %s", strerror(-fd));
+	self->fd = fd;
+}
+
+FIXTURE_TEARDOWN(provider)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	others_fini(&self->o);
+	lib_copy_fini(&self->lc);
+}
+
+static void print_waits(const char *what, const struct result *r)
+{
+	print_dl(what, r);
+	printf("# %s: %u wrong, table_waits +%llu\n", what, r->lib_wrong,
+	       (unsigned long long)(r->after.table_waits - r->before.table_waits));
+}
+
+/* Every errno of the registration; its descriptor. */
+TEST_F(provider, abi)
+{
+	char small[8];
+	int status, fl;
+	pid_t pid;
+	long fd;
+
+	EXPECT_EQ(-EBUSY, provide());
+	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_FILE_PROVIDE, 1, 0, 0));
+	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_FILE_PROVIDE, 0, 0, 1));
+	fl = fcntl(self->fd, F_GETFD);
+	EXPECT_TRUE(fl >= 0 && (fl & FD_CLOEXEC));
+	EXPECT_EQ(-1, read(self->fd, small, sizeof(small)));
+	EXPECT_EQ(EINVAL, errno);
+
+	fflush(stdout);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (drop_to_nobody(0))
+			_exit(1);
+		if (provide() != -EPERM)
+			_exit(2);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("status %#x", status);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* Privileged enough: refused only because one is registered. */
+		if (drop_to_nobody(1u << (CAP_PERFMON - 32)))
+			_exit(1);
+		if (provide() != -EBUSY)
+			_exit(2);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("status %#x", status);
+
+	/* Closing the descriptor ends the registration. */
+	close(self->fd);
+	fd = provide();
+	ASSERT_LE(0, fd);
+	self->fd = fd;
+}
+
+/*
+ * Asked once, with a descriptor of the mapped file that works when the file
+ * has no name left; stacks end at the library meanwhile; the answer is
+ * used at the next walk.
+ */
+TEST_F_TIMEOUT(provider, asked_once_then_attached, 120)
+{
+	struct unwind_user_file f = file_of(&self->lc);
+	struct result n, d1, d2, d3;
+	struct unwind_user_file_want w, w2;
+	struct stat fst;
+	struct child c;
+	int status, ret;
+
+	ASSERT_EQ(0, child_start(&c, self->lc.path));
+	ret = child_run(&c, 'n', 0, &n);
+	/* Mapped by the child: unlinked, the file is reached by descriptor. */
+	ASSERT_EQ(0, unlink(self->lc.path));
+	if (!ret)
+		ret = child_run(&c, 'd', 300, &d1);
+	ASSERT_EQ(0, ret) TH_LOG("child: status %d", d1.status);
+	print_waits("before the answer", &d1);
+	ASSERT_EQ(0, want_of(self->fd, &self->st, &w, 2000, &self->o));
+	EXPECT_LE(1u, w.walks);
+	EXPECT_EQ(sizeof(w), w.size);
+	EXPECT_EQ(O_RDONLY, fcntl(w.fd, F_GETFL) & O_ACCMODE);
+	EXPECT_TRUE(fcntl(w.fd, F_GETFD) & FD_CLOEXEC);
+	ASSERT_EQ(0, fstat(w.fd, &fst));
+	EXPECT_EQ(0, fst.st_nlink);
+	ASSERT_GE(d1.in_lib, 20u);
+	EXPECT_EQ(0, d1.lib_complete);
+	EXPECT_EQ(0, d1.lib_wrong);
+	EXPECT_LT(d1.before.table_waits, d1.after.table_waits);
+
+	/* Still not answered: the same, and not asked again. */
+	ret = child_run(&c, 'd', 300, &d2);
+	ASSERT_EQ(0, ret);
+	print_waits("still not answered", &d2);
+	EXPECT_EQ(0, d2.lib_wrong);
+	EXPECT_EQ(0, d2.lib_complete);
+	EXPECT_LT(d2.before.table_waits, d2.after.table_waits);
+	EXPECT_EQ(-1, want_of(self->fd, &self->st, &w2, 300, &self->o));
+
+	/* The answer, through the descriptor the kernel gave. */
+	f.fd = w.fd;
+	ASSERT_EQ(0, file_attach(&f));
+	ret = child_run(&c, 'd', 500, &d3);
+	status = child_stop(&c);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	print_waits("answered", &d3);
+	ASSERT_GE(d3.in_lib, 20u);
+	EXPECT_EQ(d3.in_lib, d3.lib_complete);
+	EXPECT_EQ(d3.before.table_waits, d3.after.table_waits);
+	EXPECT_EQ(0, file_detach(w.fd));
+	close(w.fd);
+}
+
+/* "Nothing for this file": remembered, also by the next provider. */
+TEST_F_TIMEOUT(provider, answered_none, 120)
+{
+	struct unwind_user_file f = { .flags = UNWIND_USER_FILE_F_NONE };
+	struct unwind_user_file_want w;
+	struct result d1, d2, d3;
+	struct child c;
+	int status, ret;
+	long fd;
+
+	ASSERT_EQ(0, child_start(&c, self->lc.path));
+	ret = child_run(&c, 'd', 300, &d1);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, want_of(self->fd, &self->st, &w, 2000, &self->o));
+	f.fd = w.fd;
+	f.sframe_size = 1;
+	EXPECT_EQ(-EINVAL, file_attach(&f));
+	f.sframe_size = 0;
+	ASSERT_EQ(0, file_attach(&f));
+	ret = child_run(&c, 'd', 300, &d2);
+	ASSERT_EQ(0, ret);
+	print_waits("answered none", &d2);
+	ASSERT_GE(d2.in_lib, 20u);
+	EXPECT_EQ(d2.before.table_waits, d2.after.table_waits);
+
+	close(self->fd);
+	fd = provide();
+	ASSERT_LE(0, fd);
+	self->fd = fd;
+	ret = child_run(&c, 'd', 300, &d3);
+	status = child_stop(&c);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	EXPECT_EQ(d3.before.table_waits, d3.after.table_waits);
+	EXPECT_EQ(-1, want_of(self->fd, &self->st, &w, 300, &self->o));
+	EXPECT_EQ(0, file_detach(f.fd));
+	close(f.fd);
+}
+
+/*
+ * A provider that goes without answering: a new one registered within the
+ * grace period is asked again, and walks wait meanwhile; once no provider
+ * has been registered for the grace period (5 s), nothing is waited for.
+ */
+TEST_F_TIMEOUT(provider, provider_restarted_then_gone, 120)
+{
+	struct unwind_user_file_want w;
+	struct result d1, d2, d3;
+	struct child c;
+	int status, ret;
+	long fd;
+
+	ASSERT_EQ(0, child_start(&c, self->lc.path));
+	ret = child_run(&c, 'd', 300, &d1);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, want_of(self->fd, &self->st, &w, 2000, &self->o));
+	close(w.fd);
+
+	/* Killed and restarted: asked again, and waited for meanwhile. */
+	close(self->fd);
+	fd = provide();
+	ASSERT_LE(0, fd);
+	self->fd = fd;
+	ret = child_run(&c, 'd', 300, &d2);
+	ASSERT_EQ(0, ret);
+	print_waits("a restarted provider", &d2);
+	EXPECT_EQ(0, d2.lib_wrong);
+	EXPECT_LT(d2.before.table_waits, d2.after.table_waits);
+	ASSERT_EQ(0, want_of(self->fd, &self->st, &w, 2000, &self->o));
+	close(w.fd);
+
+	/* Gone for good: after the grace period, the frame-pointer rule. */
+	close(self->fd);
+	self->fd = -1;
+	usleep(5500 * 1000);
+	ret = child_run(&c, 'd', 300, &d3);
+	status = child_stop(&c);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	print_waits("provider gone", &d3);
+	ASSERT_GE(d3.in_lib, 20u);
+	EXPECT_EQ(d3.before.table_waits, d3.after.table_waits);
 }
 
 int main(int argc, char **argv)
