@@ -7,6 +7,7 @@
 //! added, if any: [`sframe_synth::gaps`]), else one synthesized from its
 //! `.eh_frame`.
 
+pub mod serve;
 mod sys;
 
 use std::collections::BTreeMap;

@@ -30,6 +30,7 @@ Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
        sframe-synth attach [--dry-run] [--report] OBJECT...
        sframe-synth attach --running [--dry-run] [--report]
        sframe-synth detach OBJECT... | --running
+       sframe-synth serve [--cache DIR | --no-cache] [--cache-max-mib N]
 
   --cache DIR  write DIR/<GNU build ID in hex>.sframe for every OBJECT
                (DIR is created; each file is written to a temporary file
@@ -93,6 +94,23 @@ has no table any more: UNWIND_USER_FILE_DETACH, same privilege. One line
 per object: 'detached PATH', 'not attached PATH' or 'failed PATH: ERROR';
 then 'detach: N detached, M not attached, K failed'. Processes that have
 a table keep it until they unmap the file.
+
+serve: be the machine's provider of file tables
+(UNWIND_USER_FILE_PROVIDE, same privilege), until killed. The kernel asks
+for the table of each file a walk meets with none and no section of its
+own, once a file, whenever the program that maps it started, with a
+read-only descriptor of it (files of containers, deleted files and memfds
+alike); serve answers with the section attach would give it (not held by
+the kernel: it goes with the inode), or that the file has nothing to give,
+which the kernel remembers. While a file waits for its answer, walks end
+at its code rather than guess with frame pointers. Answers are kept in
+the cache directory (default /var/cache/sframe-synth, bounded to
+--cache-max-mib, default 256; oldest out first), keyed by build ID and
+size, so that a restart or a reboot does not synthesize them again. One
+line per file: 'attached PATH (KIND, N bytes, T ms, W walks)', 'nothing
+for PATH (WHY)' or 'failed PATH: ERROR'; every minute a line of counts.
+Killed, the kernel stops waiting for its answers; the next serve is asked
+again for every file the kernel found no section in.
 
 Exit status: 0 if every OBJECT was written (or attached, or skipped, or
 detached, or had no table), 1 if one failed, 2 on a usage error.
@@ -253,6 +271,17 @@ fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
     let verb = args.peek().map(|a| a.as_os_str());
     let detach = verb == Some(OsStr::new("detach"));
+    if verb == Some(OsStr::new("serve")) {
+        args.next();
+        return match attach::serve::parse_args(args) {
+            Ok(Some(o)) => attach::serve::run(&o),
+            Ok(None) => {
+                print!("{HELP}");
+                ExitCode::SUCCESS
+            }
+            Err(msg) => usage_error(&msg),
+        };
+    }
     if detach || verb == Some(OsStr::new("attach")) {
         args.next();
         return match attach::parse_args(detach, args) {

@@ -16,6 +16,9 @@ const UNWIND_USER_FILE_ATTACH: c_ulong = 6;
 /// The table does not hold the file: it goes with the inode.
 const UNWIND_USER_FILE_F_NO_HOLD: u32 = 1;
 const UNWIND_USER_FILE_DETACH: c_ulong = 7;
+const UNWIND_USER_FILE_PROVIDE: c_ulong = 8;
+/// The provider's answer that the file has no section to give.
+const UNWIND_USER_FILE_F_NONE: u32 = 2;
 /// `struct unwind_user_info` as far as `UNWIND_USER_INFO_SIZE_VER0`: six
 /// counters.
 type InfoVer0 = [u64; 6];
@@ -98,6 +101,53 @@ pub fn file_attach(file: &File, section: &[u8], sframe_addr: u64, hold: bool) ->
     }
 }
 
+/// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH)` with
+/// `UNWIND_USER_FILE_F_NONE`: the provider's answer that `file` has no
+/// section to give, which the kernel remembers for this version of it.
+pub fn file_answer_none(file: &File) -> io::Result<()> {
+    let arg = UnwindUserFile {
+        fd: file.as_raw_fd(),
+        flags: UNWIND_USER_FILE_F_NONE,
+        sframe_ptr: 0,
+        sframe_size: 0,
+        sframe_addr: 0,
+    };
+    let ptr = addr(&raw const arg)?;
+    // SAFETY: As in `file_attach()`: the kernel reads `FILE_SIZE_VER0`
+    // bytes at `ptr`, `arg`, live for the call; no section pointer.
+    #[allow(unsafe_code)]
+    let r = unsafe {
+        prctl(
+            PR_UNWIND_USER,
+            UNWIND_USER_FILE_ATTACH,
+            ptr,
+            FILE_SIZE_VER0,
+            ZERO,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_PROVIDE)`: this process is the
+/// machine's provider of file tables; the descriptor whose reads give the
+/// files the kernel wants (`EBUSY`: another provider is registered).
+pub fn file_provide() -> io::Result<File> {
+    // SAFETY: As above, four `c_ulong` variadic arguments, none a pointer.
+    #[allow(unsafe_code)]
+    let r = unsafe { prctl(PR_UNWIND_USER, UNWIND_USER_FILE_PROVIDE, ZERO, ZERO, ZERO) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: The kernel installed a new descriptor `r` in this process
+    // for the caller; nothing else owns it.
+    #[allow(unsafe_code)]
+    Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(r) })
+}
+
 /// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_DETACH)`: `file` has no table
 /// any more (`ENOENT` if it had none). The `errno` of a failure is in the
 /// error.
@@ -132,4 +182,49 @@ pub fn has_pr_unwind_user() -> bool {
     #[allow(unsafe_code)]
     let r = unsafe { prctl(PR_UNWIND_USER, UNWIND_USER_QUERY, ptr, INFO_SIZE_VER0, ZERO) };
     r == 0 || io::Error::last_os_error().raw_os_error() != Some(EINVAL)
+}
+
+/// `struct unwind_user_file_want` (<linux/unwind_user.h>): its first
+/// fields, `UNWIND_USER_FILE_WANT_SIZE_VER0` bytes; a later kernel's
+/// records are longer (`size`).
+const WANT_SIZE_VER0: usize = 16;
+/// Wants were dropped: the kernel's queue was full.
+pub const WANT_F_OVERFLOW: u32 = 1;
+
+/// A file the kernel wants the table of.
+pub struct Want {
+    /// The file, read-only, or the `errno` the kernel could not open it
+    /// with (`None` with [`WANT_F_OVERFLOW`]).
+    pub file: Result<File, i32>,
+    pub flags: u32,
+    /// How many walks met it before it was read.
+    pub walks: u32,
+}
+
+/// Reads the wants the kernel queued for the provider `provider`, waiting
+/// for one if none is queued.
+pub fn read_wants(provider: &File) -> io::Result<Vec<Want>> {
+    let mut buf = [0u8; 64 * WANT_SIZE_VER0];
+    let n = io::Read::read(&mut &*provider, &mut buf)?;
+    let mut wants = Vec::new();
+    let mut rest = buf.get(..n).unwrap_or_default();
+    while let Some(rec) = rest.get(..WANT_SIZE_VER0) {
+        let word = |i: usize| {
+            rec.get(i * 4..i * 4 + 4)
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u32::from_ne_bytes)
+        };
+        let (size, fd, flags, walks) = (word(0) as usize, word(1) as i32, word(2), word(3));
+        let file = if fd >= 0 {
+            // SAFETY: The kernel installed descriptor `fd` in this process
+            // for this record, which is read once: nothing else owns it.
+            #[allow(unsafe_code)]
+            Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+        } else {
+            Err(-fd)
+        };
+        wants.push(Want { file, flags, walks });
+        rest = rest.get(size.max(WANT_SIZE_VER0)..).unwrap_or_default();
+    }
+    Ok(wants)
 }
