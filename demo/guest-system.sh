@@ -22,6 +22,10 @@
 #           objects against none
 #   fp      perf record -a --call-graph fp,defer alone: its stacks, and
 #           its cost
+#   late    the provider of file tables (sframe-synth serve) up, then
+#           programs started that map files nothing mapped before, the
+#           same recording as "after"; the provider killed and restarted
+#           in the middle
 #
 # For each recording it prints perf script's output and the raw callchains
 # of perf report -D (how many frames are the kernel's), gzip + base64
@@ -30,6 +34,8 @@
 #   ### system-pids NAME=PID...
 #   ### system-phase PHASE rc=R seconds=S loops=N data_kb=K
 #   ### system-agent rc=R seconds=S attached=N skipped=N failed=N
+#   ### system-late-pids NAME=PID...
+#   ### system-serve name=NAME rss_kb=K cpu_ticks=T hz=100
 #   ### system-startup round=R runs=N plain_ms=M attached_ms=M ...
 #   ### system-script PHASE begin ... end
 #   ### system-raw PHASE begin ... end
@@ -37,12 +43,16 @@
 . /selftests/guest-lib.sh
 SYSTEM_FREQ=100
 SYSTEM_SECONDS=8
-# make check's run skips what only gives figures: the "before" recording
-# and curl's start-up.
+# make check's run skips what only gives figures: the "before" recording,
+# the fp,defer one and curl's start-up.
 SYSTEM_BEFORE=1
 SYSTEM_STARTUP=1
 SYSTEM_STARTUP_RUNS=10
+SYSTEM_FP=1
 [ -f $D/system.env ] && . $D/system.env
+# The late programs start a second into it: time for their first files to
+# be answered, and for samples after that.
+LATE_SECONDS=$((SYSTEM_SECONDS + 12))
 
 echo "### system-start $(uname -r) $(perf version 2>&1)"
 guest_perf_setup
@@ -148,11 +158,96 @@ sed 's/^/# agent: /' agent.out agent.err | head -40
 
 dwarf after
 
-phase fp perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph fp,defer -N \
-	--proc-map-timeout 30000 -o fp.data -- sleep $SYSTEM_SECONDS
-perf script --ns --no-inline -i fp.data -F comm,tid,time,ip,sym,symoff,dso >fp.txt 2>fp.script-err
-guest_block system-script fp fp.txt
-rm -f fp.data fp.txt
+if [ "$SYSTEM_FP" = 1 ]; then
+	phase fp perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph fp,defer -N \
+		--proc-map-timeout 30000 -o fp.data -- sleep $SYSTEM_SECONDS
+	perf script --ns --no-inline -i fp.data -F comm,tid,time,ip,sym,symoff,dso >fp.txt \
+		2>fp.script-err
+	guest_block system-script fp fp.txt
+	rm -f fp.data fp.txt
+fi
+
+# late: the machine's provider of file tables (sframe-synth serve) is up,
+# and programs start after it that map files nothing mapped before, while
+# the whole machine is recorded as in "after": short-lived bzip2 processes
+# (libbz2), python3.11 importing extension modules after it started
+# (_bz2 and libbz2, _lzma, _hashlib and libcrypto, _uuid and libuuid),
+# zstd -19 (libzstd) and a copy of xz that only its own mount namespace
+# sees. The provider is killed and restarted in the middle.
+serve_stats() {
+	# peak RSS (kB) and CPU time (clock ticks) of the provider $1
+	hwm=$(sed -n 's/^VmHWM:[^0-9]*\([0-9]*\).*/\1/p' /proc/$1/status 2>/dev/null)
+	ticks=$(awk '{ print $14 + $15 }' /proc/$1/stat 2>/dev/null)
+	echo "### system-serve name=$2 rss_kb=${hwm:-0} cpu_ticks=${ticks:-0} hz=100"
+}
+late_loop() {
+	while [ ! -e /tmp/stop-late ]; do
+		/usr/bin/bzip2 -9 -c small.in >/dev/null
+	done
+}
+sframe-synth serve --cache /tmp/sframe-cache >serve1.out 2>serve1.err &
+srv=$!
+sleep 1
+l0=$(loops)
+t0=$(date +%s)
+# CLOCK_MONOTONIC: the provider's log says when it answered, by that clock.
+perf record -a -e cpu-clock:u -F $SYSTEM_FREQ --call-graph dwarf,8192 --user-callchains -N \
+	-k CLOCK_MONOTONIC --proc-map-timeout 30000 -o late.data -- sleep $LATE_SECONDS \
+	>late.out 2>late.err &
+rec=$!
+sleep 1
+late_loop &
+bz=$!
+/usr/bin/python3.11 -S -c "
+import time
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+t = time.monotonic()
+while time.monotonic() - t < 1:
+    fib(15)
+import _bz2, _lzma, _hashlib, _uuid
+data = bytes(range(256)) * 64
+while True:
+    _bz2.BZ2Compressor(9).compress(data)
+    _lzma.LZMACompressor().compress(data)
+    _hashlib.openssl_sha256(data * 16).hexdigest()
+    for i in range(200):
+        _uuid.generate_time_safe()
+" &
+lpy=$!
+feed | /usr/bin/zstd -19 -T1 -c >/dev/null &
+zs=$!
+# The same bytes at the same path here, another file: perf script, run
+# after the namespace is gone, reads it for the DWARF unwind.
+mkdir -p /tmp/ns
+cp /usr/bin/xz /tmp/ns/xz-ns
+feed | unshare -m sh -c 'mount -t tmpfs none /tmp/ns && cp /usr/bin/xz /tmp/ns/xz-ns &&
+	exec /tmp/ns/xz-ns -6 -T1 -c >/dev/null' &
+ns=$!
+echo "### system-late-pids python3-late=$lpy zstd=$zs xz-ns=$ns"
+sleep 3
+serve_stats $srv serve1
+kill -9 $srv
+wait $srv 2>/dev/null
+sframe-synth serve --cache /tmp/sframe-cache >serve2.out 2>serve2.err &
+srv=$!
+wait $rec
+rc=$?
+t1=$(date +%s)
+echo "### system-phase late rc=$rc seconds=$((t1 - t0)) loops=$(($(loops) - l0)) data_kb=$(($(wc -c <late.data) / 1024))"
+serve_stats $srv serve2
+touch /tmp/stop-late
+kill $lpy $zs $ns $srv 2>/dev/null
+wait $bz
+sed 's/^/# serve1: /' serve1.out serve1.err | head -60
+sed 's/^/# serve2: /' serve2.out serve2.err | head -60
+perf script --ns --no-inline -i late.data -F comm,tid,time,ip,sym,symoff,dso \
+	>late.txt 2>late.script-err
+perf report -D -i late.data 2>late.report-err |
+	grep -E 'PERF_RECORD_SAMPLE|^\.\.\.\.\. +[0-9]+: ' >late.raw
+guest_block system-script late late.txt
+guest_block system-raw late late.raw
+rm -f late.data late.txt late.raw
 
 touch /tmp/stop
 kill $py $sq $xz $suid 2>/dev/null

@@ -13,19 +13,22 @@
 # Usage: run-system.sh BZIMAGE PERF_BINARY OUTDIR TIMEOUT
 # Environment: SYSTEM_FREQ (perf record -F, 100), SYSTEM_SECONDS (each
 # recording's length, 8); SYSTEM_BEFORE=0 skips the recording before the
-# agent, SYSTEM_STARTUP=0 curl's start-up (figures only: make check
-# skips both), SYSTEM_STARTUP_RUNS curl's starts timed together (10).
+# agent, SYSTEM_STARTUP=0 curl's start-up, SYSTEM_FP=0 the fp,defer
+# recording (figures only: make check skips them), SYSTEM_STARTUP_RUNS
+# curl's starts timed together (10).
 set -euo pipefail
 BZ=$1 PERF=$2 OUT=$3 TIMEOUT=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=harness/experiment.sh
 . "$HERE/../harness/experiment.sh"
 
-PROGS=(/usr/bin/xz /usr/bin/sqlite3 /usr/bin/python3.11 /usr/bin/curl)
+PROGS=(/usr/bin/xz /usr/bin/sqlite3 /usr/bin/python3.11 /usr/bin/curl /usr/bin/bzip2 /usr/bin/zstd)
 # What CPython needs to start with -S (as demo/run-oracle.sh).
 PYLIB=/usr/lib/python3.11
 PYFILES=("$PYLIB"/{abc,codecs,io,os,zipimport}.py "$PYLIB"/encodings/{__init__,aliases,utf_8}.py
 	"$PYLIB"/importlib/_bootstrap_external.py)
+# What the late phase's python3.11 imports (and their libraries).
+PYEXT=("$PYLIB"/lib-dynload/{_bz2,_lzma,_hashlib,_uuid}.cpython-311-x86_64-linux-gnu.so)
 
 experiment_begin system "$OUT"
 experiment_perf "$PERF"
@@ -33,12 +36,12 @@ experiment_guest "$HERE/guest-system.sh"
 # The agent, as an administrator installs it.
 (cd "$REPO/tools/unwind_user/sframe_synth" && PATH=$HOME/.cargo/bin:$PATH cargo build --release -q)
 cp "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" "$G/"
-printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" >"$G/extra-libs"
+printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" "${PYEXT[@]}" >"$G/extra-libs"
 # What curl maps: the objects whose tables make system-startup's difference.
 ldd /usr/bin/curl | grep -o '/[^ ]*' | grep -v ':$' | sort -u >"$G/curl-objects"
-printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\nSYSTEM_BEFORE=%s\nSYSTEM_STARTUP=%s\nSYSTEM_STARTUP_RUNS=%s\n" \
+printf "SYSTEM_FREQ=%s\nSYSTEM_SECONDS=%s\nSYSTEM_BEFORE=%s\nSYSTEM_STARTUP=%s\nSYSTEM_STARTUP_RUNS=%s\nSYSTEM_FP=%s\n" \
 	"${SYSTEM_FREQ:-100}" "${SYSTEM_SECONDS:-8}" "${SYSTEM_BEFORE:-1}" "${SYSTEM_STARTUP:-1}" \
-	"${SYSTEM_STARTUP_RUNS:-10}" >"$G/system.env"
+	"${SYSTEM_STARTUP_RUNS:-10}" "${SYSTEM_FP:-1}" >"$G/system.env"
 
 experiment_boot "$BZ" "$TIMEOUT"
 experiment_report run_py demo.system "$OUT/run/results.log" "$OUT"

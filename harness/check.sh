@@ -170,7 +170,7 @@ echo $? >"$LOGS/demo/rc"
 #     and perf's DWARF unwind of the same samples (demo/run-system.sh):
 #     per program, >= 99 % of the samples equal and no wrong frame.
 mkdir -p "$LOGS/system"
-SYSTEM_BEFORE=0 SYSTEM_STARTUP=0 "$MAKE" -s -C "$REPO" system SYSTEM_OUT="$LOGS/system" \
+SYSTEM_BEFORE=0 SYSTEM_STARTUP=0 SYSTEM_FP=0 "$MAKE" -s -C "$REPO" system SYSTEM_OUT="$LOGS/system" \
 	>"$LOGS/system.log" 2>&1
 echo $? >"$LOGS/system/rc"
 {

@@ -50,8 +50,9 @@ APT_PKGS=(
 # would need trixie's libc).
 [ "${1:-}" = vng ] && APT_PKGS+=(python3 python3-venv udev)
 # make oracle profiles Debian's own xz, sqlite3 and python3.11, and
-# times the start of curl.
-[ "${1:-}" = oracle ] && APT_PKGS+=(xz-utils sqlite3 python3.11 curl)
+# times the start of curl; make system also bzip2 and zstd, started after
+# the provider of file tables.
+[ "${1:-}" = oracle ] && APT_PKGS+=(xz-utils sqlite3 python3.11 curl bzip2 zstd)
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo

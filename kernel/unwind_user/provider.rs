@@ -61,6 +61,8 @@ struct Want {
     inode: usize,
     /// Walks that met it since it was queued.
     walks: u32,
+    /// When the first asked, in nanoseconds of the monotonic clock.
+    asked_ns: u64,
     /// A file any user may have made.
     user: bool,
 }
@@ -116,12 +118,16 @@ pub(crate) fn counts() -> (u64, u64) {
     (NR_WANTED.load(Relaxed), NR_DROPPED.load(Relaxed))
 }
 
-/// The monotonic clock, in milliseconds.
-pub(crate) fn now_ms() -> u64 {
+/// The monotonic clock, in nanoseconds.
+fn now_ns() -> u64 {
     // SAFETY: `ktime_get_mono_fast_ns()` only reads the clock, in any
     // context.
-    let ns = unsafe { bindings::ktime_get_mono_fast_ns() };
-    ns / 1_000_000
+    unsafe { bindings::ktime_get_mono_fast_ns() }
+}
+
+/// The monotonic clock, in milliseconds.
+fn now_ms() -> u64 {
+    now_ns() / 1_000_000
 }
 
 /// Is a table asked for at `asked_ms` (0: never) still waited for?
@@ -191,6 +197,7 @@ pub(crate) fn want(file: &File, inode: usize, user: bool) -> Option<u64> {
         file: file.into(),
         inode,
         walks: 1,
+        asked_ns: now_ns(),
         user,
     };
     if let Err(want) = w.queue.push_within_capacity(want) {
@@ -263,6 +270,7 @@ fn record(want: &Want, out: &mut UserSliceWriter) -> Result {
         fd,
         flags,
         walks: want.walks,
+        asked_ns: want.asked_ns,
     };
     uapi::write(out, rec)?;
     // Installed only once the record is written: a failed copy leaves the
@@ -303,6 +311,7 @@ pub(crate) fn take(buf: usize, len: usize) -> Result<usize> {
                     fd: -1,
                     flags: bindings::UNWIND_USER_WANT_F_OVERFLOW,
                     walks: 0,
+                    asked_ns: 0,
                 },
             ),
             Some(want) => record(want, &mut out),

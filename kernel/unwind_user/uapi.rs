@@ -59,7 +59,7 @@ uapi_structs! {
     unwind_user_file {
         fd, flags, sframe_ptr, sframe_size, sframe_addr
     } = UNWIND_USER_FILE_SIZE_VER0;
-    unwind_user_file_want { size, fd, flags, walks } = UNWIND_USER_FILE_WANT_SIZE_VER0;
+    unwind_user_file_want { size, fd, flags, walks, asked_ns } = UNWIND_USER_FILE_WANT_SIZE_VER0;
     unwind_user_assist { signo, max_entries, timeout_ms, flags } = UNWIND_USER_ASSIST_SIZE_VER0;
     unwind_user_assist_frames { cookie, entries, nr, flags } = UNWIND_USER_ASSIST_FRAMES_SIZE_VER0;
 }

@@ -153,6 +153,7 @@ struct unwind_user_file {
  *         may not read it); -1 with UNWIND_USER_WANT_F_OVERFLOW
  * @flags: UNWIND_USER_WANT_F_*
  * @walks: how many walks met the file before it was read
+ * @asked_ns: when the first of them asked for it (CLOCK_MONOTONIC, ns)
  *
  * A read of the provider's descriptor gives as many whole records as fit,
  * EINVAL for a buffer smaller than one, and EAGAIN (O_NONBLOCK) or waits
@@ -166,6 +167,7 @@ struct unwind_user_file_want {
 	__s32 fd;
 	__u32 flags;
 	__u32 walks;
+	__u64 asked_ns;
 };
 
 /* Wants were dropped (the queue was full): look at every process's maps. */
@@ -173,7 +175,7 @@ struct unwind_user_file_want {
 /* A file any user may have made (not root's, or on a user's mount). */
 #define UNWIND_USER_WANT_F_USER		(1U << 1)
 
-#define UNWIND_USER_FILE_WANT_SIZE_VER0	16
+#define UNWIND_USER_FILE_WANT_SIZE_VER0	24
 
 /**
  * struct unwind_user_info - state of this process's unwinder

@@ -2972,6 +2972,13 @@ TEST_F_TIMEOUT(provider, asked_once_then_attached, 120)
 	ASSERT_EQ(0, want_of(self->fd, &self->st, &w, 2000, &self->o));
 	EXPECT_LE(1u, w.walks);
 	EXPECT_EQ(sizeof(w), w.size);
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		EXPECT_LT(0, w.asked_ns);
+		EXPECT_GE(now.tv_sec * 1000000000ull + now.tv_nsec, w.asked_ns);
+	}
 	EXPECT_EQ(O_RDONLY, fcntl(w.fd, F_GETFL) & O_ACCMODE);
 	EXPECT_TRUE(fcntl(w.fd, F_GETFD) & FD_CLOEXEC);
 	ASSERT_EQ(0, fstat(w.fd, &fst));

@@ -30,7 +30,7 @@ Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
        sframe-synth attach [--dry-run] [--report] OBJECT...
        sframe-synth attach --running [--dry-run] [--report]
        sframe-synth detach OBJECT... | --running
-       sframe-synth serve [--cache DIR | --no-cache] [--cache-max-mib N]
+       sframe-synth serve [--cache DIR | --no-cache] [--cache-max-mib N] [--jobs N]
 
   --cache DIR  write DIR/<GNU build ID in hex>.sframe for every OBJECT
                (DIR is created; each file is written to a temporary file
@@ -106,9 +106,12 @@ which the kernel remembers. While a file waits for its answer, walks end
 at its code rather than guess with frame pointers. Answers are kept in
 the cache directory (default /var/cache/sframe-synth, bounded to
 --cache-max-mib, default 256; oldest out first), keyed by build ID and
-size, so that a restart or a reboot does not synthesize them again. One
-line per file: 'attached PATH (KIND, N bytes, T ms, W walks)', 'nothing
-for PATH (WHY)' or 'failed PATH: ERROR'; every minute a line of counts.
+size, so that a restart or a reboot does not synthesize them again.
+--jobs N files are served at a time (2), the smallest waiting first. One
+line per file: 'attached PATH (KIND, N bytes, T ms, L ms since asked, W
+walks) at S' (L: from the first walk that met it; S: CLOCK_MONOTONIC
+seconds), 'nothing for PATH (WHY, T ms) at S' or 'failed PATH: ERROR';
+every minute a line of counts.
 Killed, the kernel stops waiting for its answers; the next serve is asked
 again for every file the kernel found no section in.
 

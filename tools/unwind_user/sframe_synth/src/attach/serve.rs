@@ -15,6 +15,9 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{describe, hint, prepare, sys, MAX_OBJECT_SIZE};
@@ -24,6 +27,7 @@ use sframe_synth::elf;
 pub struct Options {
     cache: Option<PathBuf>,
     cache_max: u64,
+    jobs: usize,
 }
 
 /// Default cache directory, as a distribution installs it.
@@ -36,6 +40,7 @@ pub fn parse_args(args: impl Iterator<Item = OsString>) -> Result<Option<Options
     let mut o = Options {
         cache: Some(PathBuf::from(CACHE_DIR)),
         cache_max: CACHE_MAX,
+        jobs: 2,
     };
     let mut args = args.peekable();
     while let Some(a) = args.next() {
@@ -43,12 +48,19 @@ pub fn parse_args(args: impl Iterator<Item = OsString>) -> Result<Option<Options
         match s.as_str() {
             "-h" | "--help" => return Ok(None),
             "--no-cache" => o.cache = None,
-            "--cache" | "--cache-max-mib" => {
+            "--cache" | "--cache-max-mib" | "--jobs" => {
                 let v = args
                     .next()
                     .ok_or_else(|| format!("serve: {s} needs a value"))?;
                 if s == "--cache" {
                     o.cache = Some(PathBuf::from(v));
+                } else if s == "--jobs" {
+                    o.jobs = v
+                        .to_string_lossy()
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=64).contains(n))
+                        .ok_or_else(|| format!("serve: bad --jobs {}", v.to_string_lossy()))?;
                 } else {
                     let mib: u64 = v.to_string_lossy().parse().map_err(|_| {
                         format!("serve: bad --cache-max-mib {}", v.to_string_lossy())
@@ -130,7 +142,7 @@ fn cache_key(data: &[u8], meta: &fs::Metadata) -> String {
 struct Cache {
     dir: PathBuf,
     max: u64,
-    writes: u32,
+    writes: AtomicU32,
 }
 
 impl Cache {
@@ -144,7 +156,7 @@ impl Cache {
         a
     }
 
-    fn put(&mut self, key: &str, a: &Answer) {
+    fn put(&self, key: &str, a: &Answer) {
         let path = self.dir.join(key);
         let tmp = self.dir.join(format!(".{key}.{}", std::process::id()));
         let written = File::create(&tmp)
@@ -155,8 +167,8 @@ impl Cache {
             eprintln!("sframe-synth: serve: cannot write {}: {e}", path.display());
             return;
         }
-        self.writes = self.writes.wrapping_add(1);
-        if self.writes.is_multiple_of(32) {
+        let writes = self.writes.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        if writes.is_multiple_of(32) {
             self.trim();
         }
     }
@@ -197,18 +209,39 @@ struct Counts {
     overflows: u64,
 }
 
+/// A wanted file, waiting for a worker.
+struct Job {
+    file: File,
+    /// Its size: the smallest waiting is served first, so that a large
+    /// file does not hold up the many small ones behind it.
+    size: u64,
+    walks: u32,
+    asked_ns: u64,
+}
+
 /// Serve one wanted file.
-fn serve_one(mut file: File, walks: u32, cache: &mut Option<Cache>, n: &mut Counts) {
+fn serve_one(job: Job, cache: Option<&Cache>, n: &Mutex<Counts>) {
+    let Job {
+        mut file,
+        walks,
+        asked_ns,
+        ..
+    } = job;
+    let count = |f: fn(&mut Counts)| {
+        if let Ok(mut c) = n.lock() {
+            f(&mut c);
+        }
+    };
     let t0 = Instant::now();
     let path = fs::read_link(format!(
         "/proc/self/fd/{}",
         std::os::fd::AsRawFd::as_raw_fd(&file)
     ))
     .unwrap_or_else(|_| PathBuf::from("?"));
-    let (answer, key, hit) = match answer_cached(&mut file, &path, cache.as_ref()) {
+    let (answer, key, hit) = match answer_cached(&mut file, &path, cache) {
         Ok(r) => r,
         Err(msg) => {
-            n.failed += 1;
+            count(|c| c.failed += 1);
             println!("failed {}: {msg}", path.display());
             return;
         }
@@ -218,30 +251,68 @@ fn serve_one(mut file: File, walks: u32, cache: &mut Option<Cache>, n: &mut Coun
         Answer::Nothing(_) => sys::file_answer_none(&file),
     };
     let ms = t0.elapsed().as_secs_f64() * 1000.0;
+    // From the first walk that met the file to its answer, and when that
+    // was (CLOCK_MONOTONIC, as perf record -k CLOCK_MONOTONIC stamps
+    // samples).
+    let now = sys::monotonic_ns();
+    let since = now.saturating_sub(asked_ns) as f64 / 1e6;
+    let at = format!("{}.{:09}", now / 1_000_000_000, now % 1_000_000_000);
     match (done, &answer) {
         (Ok(()), Answer::Section { bytes, kind, .. }) => {
-            n.attached += 1;
+            count(|c| c.attached += 1);
             println!(
-                "attached {} ({kind}, {} bytes, {ms:.1} ms, {walks} walks)",
+                "attached {} ({kind}, {} bytes, {ms:.1} ms, {since:.1} ms since asked, {walks} walks) at {at}",
                 path.display(),
                 bytes.len()
             );
         }
         (Ok(()), Answer::Nothing(why)) => {
-            n.nothing += 1;
-            println!("nothing for {} ({why}, {ms:.1} ms)", path.display());
+            count(|c| c.nothing += 1);
+            println!("nothing for {} ({why}, {ms:.1} ms) at {at}", path.display());
         }
         (Err(e), _) => {
-            n.failed += 1;
+            count(|c| c.failed += 1);
             let errno = e.raw_os_error().unwrap_or(0);
             let h = hint(errno).map(|h| format!("; {h}")).unwrap_or_default();
             println!("failed {}: {}{h}", path.display(), describe(&e));
         }
     }
     if hit {
-        n.cache_hits += 1;
-    } else if let (Some(c), Some(k)) = (cache.as_mut(), key) {
+        count(|c| c.cache_hits += 1);
+    } else if let (Some(c), Some(k)) = (cache, key) {
         c.put(&k, &answer);
+    }
+}
+
+/// The wanted files waiting for a worker.
+struct Queue {
+    jobs: Mutex<Vec<Job>>,
+    ready: Condvar,
+}
+
+/// A worker: serves the smallest waiting file, again and again.
+fn worker(q: &Queue, cache: Option<&Cache>, n: &Mutex<Counts>) {
+    loop {
+        let job = {
+            let Ok(mut jobs) = q.jobs.lock() else {
+                return;
+            };
+            loop {
+                let smallest = jobs
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, j)| j.size)
+                    .map(|(i, _)| i);
+                if let Some(i) = smallest {
+                    break jobs.swap_remove(i);
+                }
+                jobs = match q.ready.wait(jobs) {
+                    Ok(j) => j,
+                    Err(_) => return,
+                };
+            }
+        };
+        serve_one(job, cache, n);
     }
 }
 
@@ -302,14 +373,14 @@ pub fn run(o: &Options) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut cache = o
+    let cache = o
         .cache
         .as_ref()
         .and_then(|dir| match fs::create_dir_all(dir) {
             Ok(()) => Some(Cache {
                 dir: dir.clone(),
                 max: o.cache_max,
-                writes: 0,
+                writes: AtomicU32::new(0),
             }),
             Err(e) => {
                 eprintln!(
@@ -320,49 +391,151 @@ pub fn run(o: &Options) -> ExitCode {
             }
         });
     println!(
-        "serve: providing file tables (cache {})",
+        "serve: providing file tables ({} workers, cache {})",
+        o.jobs,
         cache
             .as_ref()
             .map_or_else(|| "none".into(), |c| c.dir.display().to_string())
     );
     let _ = io::stdout().flush();
-    let mut n = Counts::default();
-    let mut last = Instant::now();
-    loop {
-        let wants = match sys::read_wants(&provider) {
-            Ok(w) => w,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                eprintln!(
-                    "sframe-synth: serve: reading the kernel's wants: {}",
-                    describe(&e)
-                );
-                return ExitCode::from(1);
-            }
-        };
-        for w in wants {
-            match w.file {
-                Ok(file) => serve_one(file, w.walks, &mut cache, &mut n),
-                Err(_) if w.flags & sys::WANT_F_OVERFLOW != 0 => {
-                    n.overflows += 1;
-                    println!("overflow: the kernel dropped wants (its queue was full)");
+    let n = Mutex::new(Counts::default());
+    let q = Queue {
+        jobs: Mutex::new(Vec::new()),
+        ready: Condvar::new(),
+    };
+    thread::scope(|scope| {
+        for _ in 0..o.jobs {
+            scope.spawn(|| worker(&q, cache.as_ref(), &n));
+        }
+        let mut last = Instant::now();
+        loop {
+            let wants = match sys::read_wants(&provider) {
+                Ok(w) => w,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    eprintln!(
+                        "sframe-synth: serve: reading the kernel's wants: {}",
+                        describe(&e)
+                    );
+                    std::process::exit(1);
                 }
-                Err(errno) => {
-                    n.unopened += 1;
+            };
+            for w in wants {
+                match w.file {
+                    Ok(file) => {
+                        let size = file.metadata().map_or(u64::MAX, |m| m.len());
+                        if let Ok(mut jobs) = q.jobs.lock() {
+                            jobs.push(Job {
+                                file,
+                                size,
+                                walks: w.walks,
+                                asked_ns: w.asked_ns,
+                            });
+                        }
+                        q.ready.notify_one();
+                    }
+                    Err(_) if w.flags & sys::WANT_F_OVERFLOW != 0 => {
+                        if let Ok(mut c) = n.lock() {
+                            c.overflows += 1;
+                        }
+                        println!(
+                            "overflow: the kernel dropped wants (its queue was full): attaching every running program's files"
+                        );
+                        let _ = io::stdout().flush();
+                        super::run(&super::Options {
+                            detach: false,
+                            dry_run: false,
+                            report: false,
+                            running: true,
+                            objects: Vec::new(),
+                        });
+                    }
+                    Err(errno) => {
+                        if let Ok(mut c) = n.lock() {
+                            c.unopened += 1;
+                        }
+                        println!(
+                            "failed: the kernel could not open a wanted file for this process: {}",
+                            describe(&io::Error::from_raw_os_error(errno))
+                        );
+                    }
+                }
+            }
+            if last.elapsed() >= Duration::from_secs(60) {
+                last = Instant::now();
+                if let Ok(c) = n.lock() {
                     println!(
-                        "failed: the kernel could not open a wanted file for this process: {}",
-                        describe(&io::Error::from_raw_os_error(errno))
+                        "serve: {} attached, {} nothing, {} failed, {} not opened, {} from the cache, {} overflows",
+                        c.attached, c.nothing, c.failed, c.unopened, c.cache_hits, c.overflows
                     );
                 }
             }
+            let _ = io::stdout().flush();
         }
-        if last.elapsed() >= Duration::from_secs(60) {
-            last = Instant::now();
-            println!(
-                "serve: {} attached, {} nothing, {} failed, {} not opened, {} from the cache, {} overflows",
-                n.attached, n.nothing, n.failed, n.unopened, n.cache_hits, n.overflows
-            );
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The section of an entry read back, or `None`.
+    fn section(a: Option<Answer>) -> Option<(Vec<u8>, u64, String)> {
+        match a? {
+            Answer::Section { bytes, addr, kind } => Some((bytes, addr, kind)),
+            Answer::Nothing(_) => None,
         }
-        let _ = io::stdout().flush();
+    }
+
+    #[test]
+    fn cache_entries_round_trip() {
+        let s = Answer::Section {
+            bytes: vec![1, 2, 3],
+            addr: 0x1234,
+            kind: "synthesized".into(),
+        };
+        let e = encode(&s);
+        assert_eq!(
+            section(decode(&e)),
+            Some((vec![1, 2, 3], 0x1234, "cached".to_string()))
+        );
+        let why = match decode(&encode(&Answer::Nothing("no .eh_frame".into()))) {
+            Some(Answer::Nothing(why)) => why,
+            _ => String::new(),
+        };
+        assert_eq!(why, "no .eh_frame (cached)");
+        // Torn or foreign files are not entries.
+        assert!(decode(b"").is_none());
+        assert!(decode(e.get(..12).unwrap_or_default()).is_none());
+        assert!(decode(b"SFSYNC1\0\0\0\0\0\0\0\0\0\x01").is_none());
+        assert!(decode(b"SFSYNC1\0\0\0\0\0\0\0\0\0\x07abc").is_none());
+    }
+
+    #[test]
+    fn a_full_cache_loses_its_oldest_entries() -> io::Result<()> {
+        let dir =
+            std::env::temp_dir().join(format!("sframe-synth-cache-test.{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir)?;
+        let c = Cache {
+            dir: dir.clone(),
+            max: 3 * 1024,
+            writes: AtomicU32::new(0),
+        };
+        let a = Answer::Section {
+            bytes: vec![0; 1000],
+            addr: 0,
+            kind: String::new(),
+        };
+        for i in 0..5 {
+            c.put(&format!("k{i}"), &a);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        c.trim();
+        let left: Vec<_> = (0..5)
+            .filter(|i| c.get(&format!("k{i}")).is_some())
+            .collect();
+        assert_eq!(left, [2, 3, 4]);
+        fs::remove_dir_all(&dir)
     }
 }

@@ -187,7 +187,7 @@ pub fn has_pr_unwind_user() -> bool {
 /// `struct unwind_user_file_want` (<linux/unwind_user.h>): its first
 /// fields, `UNWIND_USER_FILE_WANT_SIZE_VER0` bytes; a later kernel's
 /// records are longer (`size`).
-const WANT_SIZE_VER0: usize = 16;
+const WANT_SIZE_VER0: usize = 24;
 /// Wants were dropped: the kernel's queue was full.
 pub const WANT_F_OVERFLOW: u32 = 1;
 
@@ -199,6 +199,8 @@ pub struct Want {
     pub flags: u32,
     /// How many walks met it before it was read.
     pub walks: u32,
+    /// When the first of them asked for it: `CLOCK_MONOTONIC`, in ns.
+    pub asked_ns: u64,
 }
 
 /// Reads the wants the kernel queued for the provider `provider`, waiting
@@ -215,6 +217,7 @@ pub fn read_wants(provider: &File) -> io::Result<Vec<Want>> {
                 .map_or(0, u32::from_ne_bytes)
         };
         let (size, fd, flags, walks) = (word(0) as usize, word(1) as i32, word(2), word(3));
+        let asked_ns = u64::from(word(4)) | u64::from(word(5)) << 32;
         let file = if fd >= 0 {
             // SAFETY: The kernel installed descriptor `fd` in this process
             // for this record, which is read once: nothing else owns it.
@@ -223,8 +226,39 @@ pub fn read_wants(provider: &File) -> io::Result<Vec<Want>> {
         } else {
             Err(-fd)
         };
-        wants.push(Want { file, flags, walks });
+        wants.push(Want {
+            file,
+            flags,
+            walks,
+            asked_ns,
+        });
         rest = rest.get(size.max(WANT_SIZE_VER0)..).unwrap_or_default();
     }
     Ok(wants)
+}
+
+/// `CLOCK_MONOTONIC` now, in ns: what a want's `asked_ns` is measured by.
+pub fn monotonic_ns() -> u64 {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    #[allow(unsafe_code)]
+    unsafe extern "C" {
+        fn clock_gettime(clock: c_int, ts: *mut Timespec) -> c_int;
+    }
+    const CLOCK_MONOTONIC: c_int = 1;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: glibc's clock_gettime() writes one `struct timespec` (two
+    // 64-bit fields on x86_64, as `Timespec`) at the pointer, to `ts`,
+    // exclusively borrowed for the call.
+    #[allow(unsafe_code)]
+    let r = unsafe { clock_gettime(CLOCK_MONOTONIC, &raw mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    (ts.sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.nsec as u64)
 }
