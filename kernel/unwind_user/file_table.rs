@@ -239,6 +239,23 @@ impl FileTable {
         provider::waiting(self.asked_ms.load(Relaxed))
     }
 
+    /// Was the provider asked for the file's table?
+    fn asked(&self) -> bool {
+        self.asked_ms.load(Relaxed) != 0
+    }
+
+    /// Is this table, asked for and no longer waited for, still its file's
+    /// current one? An answer replaces a table that was waited for
+    /// without making every address space look at its files again
+    /// ([`insert`]): one that found the table no longer waited for (its
+    /// deadline passed meanwhile) must not take it for the file's answer
+    /// unless it is still there. [`insert`] judged the table it replaced
+    /// waited for before this one was judged not to be, under the lock
+    /// [`find`] takes: a replacement this misses advanced the generation.
+    fn still_current(&self) -> bool {
+        !self.asked() || find(self.inode as *const _).is_some_and(|t| core::ptr::eq(&*t, self))
+    }
+
     /// A table that says the kernel found no section of its own in the
     /// file, which a provider may be asked for.
     fn askable(&self) -> bool {
@@ -509,14 +526,21 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
 /// section in before (while no provider was registered, or one that went
 /// away had not answered) are forgotten, and every address space looks
 /// at its files again: the provider is asked for them as walks meet them.
+///
+/// Needs `CAP_SYS_ADMIN`, as fanotify's listeners do: the provider is
+/// given read descriptors of files it may have no other way to open
+/// (memfds, files of other mount namespaces, files with no name left).
 pub(crate) fn provide() -> Result<i32> {
-    privileged()?;
-    provider::register()?;
+    // SAFETY: Checks the current task's credentials; no preconditions.
+    if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
+        return Err(EPERM);
+    }
+    let before = provider::register()?;
     // SAFETY: Creates a file and installs it in the current task's table;
     // no preconditions.
     let fd = unsafe { bindings::unwind_user_provider_open() };
     if fd < 0 {
-        provider::unregister();
+        provider::unregister_failed(before);
         return Err(Error::from_errno(fd));
     }
     // Such a table holds no file and no rows: freed under the lock.
@@ -868,8 +892,8 @@ fn candidates(
             continue;
         };
         let Some((section, _)) = table.section_in(m) else {
-            // Its provider's answer may come.
-            missing |= table.waiting();
+            // Its provider's answer may come, or came.
+            missing |= table.waiting() || !table.still_current();
             continue;
         };
         found.push(
@@ -1119,7 +1143,7 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
         // A table that says the file has nothing, or does not fit this
         // mapping: neither would a walk attach one; unless the provider's
         // answer for the file is waited for.
-        (Some(t), None) => !t.waiting(),
+        (Some(t), None) => !t.waiting() && t.still_current(),
         // A user's file when users' files have all the tables they may:
         // neither would a walk build one.
         (None, None) => m.users && user_tables_full(),

@@ -218,7 +218,7 @@ struct file *unwind_user_file_reopen(struct file *file)
 	int err;
 
 	err = inode_permission(mnt_idmap(path->mnt), d_inode(path->dentry),
-			       MAY_READ);
+			       MAY_OPEN | MAY_READ);
 	if (err)
 		return ERR_PTR(err);
 	return dentry_open(path, O_RDONLY | O_LARGEFILE, current_cred());

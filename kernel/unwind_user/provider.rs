@@ -72,6 +72,8 @@ struct Wants {
     queue: KVVec<Want>,
     /// Wants were dropped since the last read: the queue was full.
     overflow: bool,
+    /// How many of `queue` are of files any user may have made.
+    user: usize,
 }
 
 global_lock! {
@@ -80,17 +82,48 @@ global_lock! {
     unsafe(uninit) static WANTS: Mutex<Wants> = Wants {
         queue: KVVec::new(),
         overflow: false,
+        user: 0,
     };
+}
+
+/// Most of the queue files any user may have made may take: a user who
+/// maps a thousand files of his own and profiles them does not keep the
+/// system's files from being asked for.
+const MAX_USER_WANTS: usize = MAX_WANTS / 4;
+
+/// Whether the queue has something to read, or overflowed: what the
+/// provider's reads wait for and its poll reports, read lock-free (the
+/// wait's condition runs with the task no longer running, where it must
+/// not sleep on the lock). Written under the lock of [`WANTS`].
+static READY: Atomic<bool> = Atomic::new(false);
+
+impl Wants {
+    /// Says in [`READY`] whether there is something to read.
+    fn update_ready(&self) {
+        READY.store(self.overflow || !self.queue.is_empty(), Relaxed);
+    }
+
+    /// Takes the want at `i` out of the queue.
+    fn take(&mut self, i: usize) -> Option<Want> {
+        let want = self.queue.remove(i).ok()?;
+        if want.user {
+            self.user = self.user.saturating_sub(1);
+        }
+        self.update_ready();
+        Some(want)
+    }
 }
 
 /// How long after the provider went the kernel still queues wants and
 /// waits for answers: time for a service manager to restart it.
 const GRACE_MS: u64 = 5_000;
 
-/// 1 while a provider is registered; else when the last one went, in
-/// milliseconds, shifted left by one (0: never one). Read lock-free, at
-/// NMI time too.
+/// [`REGISTERED`] while a provider is registered; within the grace period
+/// after it went, when it went in milliseconds, shifted left by one, with
+/// bit 0 clear; else 0. Read lock-free, at NMI time too; written under the
+/// lock of [`WANTS`].
 static PROVIDER: Atomic<u64> = Atomic::new(0);
+const REGISTERED: u64 = 1;
 
 /// Files wanted since boot, and wants dropped because the queue was full.
 static NR_WANTED: Atomic<u64> = Atomic::new(0);
@@ -110,7 +143,7 @@ pub(crate) unsafe fn init() {
 /// files are asked for, and their answers waited for.
 pub(crate) fn accepting() -> bool {
     let p = PROVIDER.load(Relaxed);
-    p == 1 || (p != 0 && now_ms().wrapping_sub(p >> 1) < GRACE_MS)
+    p == REGISTERED || (p != 0 && now_ms().wrapping_sub(p >> 1) < GRACE_MS)
 }
 
 /// Files wanted since boot and wants dropped, machine-wide.
@@ -135,24 +168,40 @@ pub(crate) fn waiting(asked_ms: u64) -> bool {
     asked_ms != 0 && accepting() && now_ms().wrapping_sub(asked_ms) < ANSWER_MS
 }
 
+/// The registration state before [`register`], for [`unregister_failed`].
+pub(crate) struct Before(u64);
+
 /// Makes the caller the provider; `EBUSY` if there is one. What the last
 /// provider left in the queue within its grace period is the new one's.
-pub(crate) fn register() -> Result {
-    // Allocated before the lock, the first time: wants are queued with no
-    // allocation.
+pub(crate) fn register() -> Result<Before> {
+    // Wants are queued with no allocation: the queue's room is allocated
+    // here, out of the lock, if it has none (the first provider, or one
+    // after [`expire`]).
     let mut spare = KVVec::new();
-    if WANTS.lock().queue.capacity() == 0 {
-        spare = KVVec::with_capacity(MAX_WANTS, GFP_KERNEL)?;
+    loop {
+        let mut w = WANTS.lock();
+        let before = PROVIDER.load(Relaxed);
+        if before == REGISTERED {
+            return Err(EBUSY);
+        }
+        if w.queue.capacity() == 0 {
+            if spare.capacity() == 0 {
+                drop(w);
+                spare = KVVec::with_capacity(MAX_WANTS, GFP_KERNEL)?;
+                continue;
+            }
+            core::mem::swap(&mut w.queue, &mut spare);
+        }
+        PROVIDER.store(REGISTERED, Relaxed);
+        return Ok(Before(before));
     }
-    let mut w = WANTS.lock();
-    if PROVIDER.load(Relaxed) == 1 {
-        return Err(EBUSY);
-    }
-    if w.queue.capacity() == 0 {
-        core::mem::swap(&mut w.queue, &mut spare);
-    }
-    PROVIDER.store(1, Relaxed);
-    Ok(())
+}
+
+/// [`register`] succeeded but the provider's descriptor could not be made:
+/// the state is as it was.
+pub(crate) fn unregister_failed(before: Before) {
+    let _w = WANTS.lock();
+    PROVIDER.store(before.0, Relaxed);
 }
 
 /// The provider's descriptor was released: the queue stays for
@@ -165,14 +214,19 @@ pub(crate) fn unregister() -> u64 {
 }
 
 /// The grace period after the provider went is over (`files.c`'s delayed
-/// work): unless one registered meanwhile, the wanted files are let go.
+/// work, queued by its release): unless a provider registered meanwhile,
+/// nothing is asked for or waited for any more, and the wanted files are
+/// let go.
 pub(crate) fn expire() {
     let queue = {
         let mut w = WANTS.lock();
-        if accepting() {
+        if PROVIDER.load(Relaxed) == REGISTERED {
             return;
         }
+        PROVIDER.store(0, Relaxed);
         w.overflow = false;
+        w.user = 0;
+        READY.store(false, Relaxed);
         core::mem::take(&mut w.queue)
     };
     // Out of the lock: the last references to the files.
@@ -193,6 +247,12 @@ pub(crate) fn want(file: &File, inode: usize, user: bool) -> Option<u64> {
         q.walks = q.walks.saturating_add(1);
         return Some(asked);
     }
+    if user && w.user >= MAX_USER_WANTS {
+        w.overflow = true;
+        w.update_ready();
+        NR_DROPPED.add(1, Relaxed);
+        return None;
+    }
     let want = Want {
         file: file.into(),
         inode,
@@ -202,11 +262,16 @@ pub(crate) fn want(file: &File, inode: usize, user: bool) -> Option<u64> {
     };
     if let Err(want) = w.queue.push_within_capacity(want) {
         w.overflow = true;
+        w.update_ready();
         NR_DROPPED.add(1, Relaxed);
         drop(w);
         drop(want);
         return None;
     }
+    if user {
+        w.user += 1;
+    }
+    w.update_ready();
     NR_WANTED.add(1, Relaxed);
     drop(w);
     // SAFETY: Wakes the provider's readers; no lock held.
@@ -230,15 +295,15 @@ pub(crate) fn answered(inode: usize) {
         let Some(i) = w.queue.iter().position(|q| q.inode == inode) else {
             return;
         };
-        w.queue.remove(i).ok()
+        w.take(i)
     };
     drop(old);
 }
 
-/// Is there something for the provider to read?
+/// Is there something for the provider to read? Lock-free: the
+/// condition of its blocking read's wait, and its poll.
 pub(crate) fn ready() -> bool {
-    let w = WANTS.lock();
-    w.overflow || !w.queue.is_empty()
+    READY.load(Relaxed)
 }
 
 const WANT_SIZE: usize = core::mem::size_of::<bindings::unwind_user_file_want>();
@@ -296,11 +361,12 @@ pub(crate) fn take(buf: usize, len: usize) -> Result<usize> {
             let mut w = WANTS.lock();
             if w.overflow {
                 w.overflow = false;
+                w.update_ready();
                 None
             } else if w.queue.is_empty() {
                 break;
             } else {
-                w.queue.remove(0).ok()
+                w.take(0)
             }
         };
         let written = match &want {
@@ -321,10 +387,17 @@ pub(crate) fn take(buf: usize, len: usize) -> Result<usize> {
             match want {
                 // Back at the head of the queue, if it has room.
                 Some(want) => {
-                    let _ = w.queue.insert_within_capacity(0, want);
+                    let user = want.user;
+                    if w.queue.insert_within_capacity(0, want).is_err() {
+                        // Full again meanwhile: dropped, and said so.
+                        w.overflow = true;
+                    } else if user {
+                        w.user += 1;
+                    }
                 }
                 None => w.overflow = true,
             }
+            w.update_ready();
             drop(w);
             return if done == 0 { Err(e) } else { Ok(done) };
         }

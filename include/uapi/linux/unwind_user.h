@@ -50,9 +50,11 @@
 /*
  * prctl(PR_UNWIND_USER, UNWIND_USER_FILE_PROVIDE, 0, 0, 0)
  *
- * Needs CAP_PERFMON or CAP_SYS_ADMIN: makes the caller the machine's
- * provider of file tables, which the kernel asks for the table of each
- * file a walk meets with none, once a file.  Returns a descriptor
+ * Needs CAP_SYS_ADMIN (the provider is given read descriptors of files it
+ * may have no other way to open, as fanotify's listeners are): makes the
+ * caller the machine's provider of file tables, which the kernel asks for
+ * the table of each file a walk meets with none, once a file.  Returns a
+ * descriptor
  * (close-on-exec) whose reads give struct unwind_user_file_want records;
  * it polls readable when one is queued.  The provider answers each with
  * UNWIND_USER_FILE_ATTACH, with a section or UNWIND_USER_FILE_F_NONE.

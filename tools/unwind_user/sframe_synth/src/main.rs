@@ -96,7 +96,7 @@ then 'detach: N detached, M not attached, K failed'. Processes that have
 a table keep it until they unmap the file.
 
 serve: be the machine's provider of file tables
-(UNWIND_USER_FILE_PROVIDE, same privilege), until killed. The kernel asks
+(UNWIND_USER_FILE_PROVIDE, which needs CAP_SYS_ADMIN), until killed. The kernel asks
 for the table of each file a walk meets with none and no section of its
 own, once a file, whenever the program that maps it started, with a
 read-only descriptor of it (files of containers, deleted files and memfds
