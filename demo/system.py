@@ -85,10 +85,14 @@ def late_phase(script, raw, pids, answered, report):
     CLOCK_MONOTONIC: a sample whose kernel stack is shorter than DWARF's
     and ends in a file the provider had not answered yet when it was taken
     is counted as "waiting" (the walk ended there rather than guess), not
-    against the program's exactness."""
+    against the program's exactness; so is, once per thread and file, the
+    first such sample after the answer: a walk at sample time cannot
+    attach the table, it ends there and asks for the deferred unwind that
+    attaches it (as the selftests' first walks after an exec do)."""
     chains = raw_chains(raw)
     out = {p: dict.fromkeys(KINDS + ("samples", "vdso", "waiting"), 0) for p in LATE_PROGRAMS}
     shown = {}
+    attaching = set()
     for comm, tid, t, frames in script_samples(script):
         prog = late_label(comm, tid, pids)
         if prog is None:
@@ -100,7 +104,10 @@ def late_phase(script, raw, pids, answered, report):
         what, k, d, bad = classify(frames, chains.get((tid, t)))
         if what == "kernel_shorter" and k:
             name = k[-1][2].rsplit("/", 1)[-1]
-            if answered.get(name, t + 1) > t:
+            at = answered.get(name)
+            if at is None or at > t or (tid, name) not in attaching:
+                if at is not None and at <= t:
+                    attaching.add((tid, name))
                 c["waiting"] += 1
                 continue
         c[what] += 1
