@@ -65,10 +65,28 @@ fn addr<T>(p: *const T) -> io::Result<c_ulong> {
 /// `errno` of a
 /// failure is in the error (`raw_os_error()`).
 pub fn file_attach(file: &File, section: &[u8], sframe_addr: u64, hold: bool) -> io::Result<()> {
+    let flags = if hold { 0 } else { UNWIND_USER_FILE_F_NO_HOLD };
+    attach_op(file, flags, section, sframe_addr)
+}
+
+/// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH)` with
+/// `UNWIND_USER_FILE_F_NONE`: the provider's answer that `file` has no
+/// section to give, which the kernel remembers for this version of it.
+pub fn file_answer_none(file: &File) -> io::Result<()> {
+    attach_op(file, UNWIND_USER_FILE_F_NONE, &[], 0)
+}
+
+/// `UNWIND_USER_FILE_ATTACH` of `file` with `flags` and `section` (none:
+/// a null pointer and size 0, as `UNWIND_USER_FILE_F_NONE` wants them).
+fn attach_op(file: &File, flags: u32, section: &[u8], sframe_addr: u64) -> io::Result<()> {
     let arg = UnwindUserFile {
         fd: file.as_raw_fd(),
-        flags: if hold { 0 } else { UNWIND_USER_FILE_F_NO_HOLD },
-        sframe_ptr: addr(section.as_ptr())?,
+        flags,
+        sframe_ptr: if section.is_empty() {
+            0
+        } else {
+            addr(section.as_ptr())?
+        },
         sframe_size: u64::try_from(section.len())
             .map_err(|_| io::Error::from_raw_os_error(EINVAL))?,
         sframe_addr,
@@ -79,42 +97,12 @@ pub fn file_attach(file: &File, section: &[u8], sframe_addr: u64, hold: bool) ->
     // `FILE_SIZE_VER0` bytes at `ptr`: `arg`, a live, initialized
     // `repr(C)` struct of exactly that size (asserted above); and
     // `sframe_size` bytes at `sframe_ptr`: `section`, borrowed for the
-    // whole call. Both addresses carry exposed provenance. The kernel
-    // copies what it reads and keeps no pointer past the call, and writes
-    // no memory of ours. The descriptor belongs to `file`, borrowed for
-    // the call, so it stays open. A kernel without the operation (or
-    // without `PR_UNWIND_USER`) returns `EINVAL` touching nothing.
-    #[allow(unsafe_code)]
-    let r = unsafe {
-        prctl(
-            PR_UNWIND_USER,
-            UNWIND_USER_FILE_ATTACH,
-            ptr,
-            FILE_SIZE_VER0,
-            ZERO,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// `prctl(PR_UNWIND_USER, UNWIND_USER_FILE_ATTACH)` with
-/// `UNWIND_USER_FILE_F_NONE`: the provider's answer that `file` has no
-/// section to give, which the kernel remembers for this version of it.
-pub fn file_answer_none(file: &File) -> io::Result<()> {
-    let arg = UnwindUserFile {
-        fd: file.as_raw_fd(),
-        flags: UNWIND_USER_FILE_F_NONE,
-        sframe_ptr: 0,
-        sframe_size: 0,
-        sframe_addr: 0,
-    };
-    let ptr = addr(&raw const arg)?;
-    // SAFETY: As in `file_attach()`: the kernel reads `FILE_SIZE_VER0`
-    // bytes at `ptr`, `arg`, live for the call; no section pointer.
+    // whole call (none when it is empty). Both addresses carry exposed
+    // provenance. The kernel copies what it reads and keeps no pointer
+    // past the call, and writes no memory of ours. The descriptor belongs
+    // to `file`, borrowed for the call, so it stays open. A kernel without
+    // the operation (or without `PR_UNWIND_USER`) returns `EINVAL`
+    // touching nothing.
     #[allow(unsafe_code)]
     let r = unsafe {
         prctl(
