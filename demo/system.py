@@ -80,49 +80,40 @@ def answers(lines):
     return out
 
 
-def late_phase(script, raw, pids, answered, report):
-    """dwarf_phase() for the late recording, whose times are
-    CLOCK_MONOTONIC: a sample whose kernel stack is shorter than DWARF's
-    and ends in a file the provider had not answered yet when it was taken
-    is counted as "waiting" (the walk ended there rather than guess), not
-    against the program's exactness; so is, once per thread and file, the
-    first such sample after the answer: a walk at sample time cannot
-    attach the table, it ends there and asks for the deferred unwind that
-    attaches it (as the selftests' first walks after an exec do)."""
-    chains = raw_chains(raw)
-    out = {p: dict.fromkeys(KINDS + ("samples", "vdso", "waiting"), 0) for p in LATE_PROGRAMS}
-    shown = {}
+def late_waiting(answered):
+    """For the late recording, whose times are CLOCK_MONOTONIC: whether a
+    sample (thread @tid, time @t, kind @what, kernel frames @k) is
+    "waiting" rather than counted against the program's exactness: its
+    kernel stack is shorter than DWARF's and ends in a file the provider
+    had not answered yet when it was taken (the walk ended there rather
+    than guess); or it is, once per thread and file, the first such sample
+    after the answer: a walk at sample time cannot attach the table, it
+    ends there and asks for the deferred unwind that attaches it (as the
+    selftests' first walks after an exec do). @answered: answers()."""
     attaching = set()
-    for comm, tid, t, frames in script_samples(script):
-        prog = late_label(comm, tid, pids)
-        if prog is None:
-            continue
-        c = out[prog]
-        c["samples"] += 1
-        if frames and frames[0][2] == "[vdso]":
-            c["vdso"] += 1
-        what, k, d, bad = classify(frames, chains.get((tid, t)))
-        if what == "kernel_shorter" and k:
-            name = k[-1][2].rsplit("/", 1)[-1]
-            at = answered.get(name)
-            if at is None or at > t or (tid, name) not in attaching:
-                if at is not None and at <= t:
-                    attaching.add((tid, name))
-                c["waiting"] += 1
-                continue
-        c[what] += 1
-        if what not in ("equal", "unmatched") and shown.get((prog, what), 0) < 3:
-            shown[prog, what] = shown.get((prog, what), 0) + 1
-            report.write(f"late {prog} {what} (first difference at {bad}):\n"
-                         f"  kernel: {fmt(k)}\n  dwarf:  {fmt(d)}\n")
-    return out
+
+    def waiting(tid, t, what, k):
+        if what != "kernel_shorter" or not k:
+            return False
+        name = k[-1][2].rsplit("/", 1)[-1]
+        at = answered.get(name)
+        if at is not None and at <= t:
+            if (tid, name) in attaching:
+                return False
+            attaching.add((tid, name))
+        return True
+
+    return waiting
 
 
-def dwarf_phase(script, raw, pids, report, phase, programs=PROGRAMS, labeller=label):
-    """{program: {kind: count, "samples": n, "vdso": n}} of one recording;
-    writes a few examples of every kind but "equal" to @report."""
+def dwarf_phase(script, raw, pids, report, phase, programs=PROGRAMS, labeller=label,
+                waiting=None):
+    """{program: {kind: count, "samples": n, "vdso": n, "waiting": n}} of
+    one recording; writes a few examples of every kind but "equal" to
+    @report. @waiting, if given, tells the samples counted as "waiting"
+    instead of by their kind (late_waiting())."""
     chains = raw_chains(raw)
-    out = {p: dict.fromkeys(KINDS + ("samples", "vdso"), 0) for p in programs}
+    out = {p: dict.fromkeys(KINDS + ("samples", "vdso", "waiting"), 0) for p in programs}
     shown = {}
     for comm, tid, t, frames in script_samples(script):
         prog = labeller(comm, tid, pids)
@@ -133,6 +124,9 @@ def dwarf_phase(script, raw, pids, report, phase, programs=PROGRAMS, labeller=la
         if frames and frames[0][2] == "[vdso]":
             c["vdso"] += 1
         what, k, d, bad = classify(frames, chains.get((tid, t)))
+        if waiting is not None and waiting(tid, t, what, k):
+            c["waiting"] += 1
+            continue
         c[what] += 1
         if what not in ("equal", "unmatched") and shown.get((prog, what), 0) < 3:
             shown[prog, what] = shown.get((prog, what), 0) + 1
@@ -246,8 +240,8 @@ def main():
         ok &= good
     if "late" in scripts and "late" in raws:
         with open(f"{outdir}/system-examples.txt", "a") as report:
-            late = late_phase(scripts["late"], raws["late"], late_pids, answers(log.lines),
-                              report)
+            late = dwarf_phase(scripts["late"], raws["late"], late_pids, report, "late",
+                               LATE_PROGRAMS, late_label, late_waiting(answers(log.lines)))
         for prog in LATE_PROGRAMS:
             c = late[prog]
             n = c["samples"]
