@@ -2901,6 +2901,19 @@ FIXTURE_TEARDOWN(provider)
 	lib_copy_fini(&self->lc);
 }
 
+/* Closes the provider's descriptor and registers again: the new one, or -errno. */
+static long provider_again(FIXTURE_DATA(provider) *self)
+{
+	long fd;
+
+	close(self->fd);
+	self->fd = -1;
+	fd = provide();
+	if (fd >= 0)
+		self->fd = fd;
+	return fd;
+}
+
 static void print_waits(const char *what, const struct result *r)
 {
 	print_dl(what, r);
@@ -2914,7 +2927,6 @@ TEST_F(provider, abi)
 	char small[8];
 	int status, fl;
 	pid_t pid;
-	long fd;
 
 	EXPECT_EQ(-EBUSY, provide());
 	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_FILE_PROVIDE, 1, 0, 0));
@@ -2956,10 +2968,7 @@ TEST_F(provider, abi)
 	}
 
 	/* Closing the descriptor ends the registration. */
-	close(self->fd);
-	fd = provide();
-	ASSERT_LE(0, fd);
-	self->fd = fd;
+	ASSERT_LE(0, provider_again(self));
 }
 
 /*
@@ -3032,7 +3041,6 @@ TEST_F_TIMEOUT(provider, answered_none, 120)
 	struct result d1, d2, d3;
 	struct child c;
 	int status, ret;
-	long fd;
 
 	ASSERT_EQ(0, child_start(&c, self->lc.path));
 	ret = child_run(&c, 'd', 300, &d1);
@@ -3049,10 +3057,7 @@ TEST_F_TIMEOUT(provider, answered_none, 120)
 	ASSERT_GE(d2.in_lib, 20u);
 	EXPECT_EQ(d2.before.table_waits, d2.after.table_waits);
 
-	close(self->fd);
-	fd = provide();
-	ASSERT_LE(0, fd);
-	self->fd = fd;
+	ASSERT_LE(0, provider_again(self));
 	ret = child_run(&c, 'd', 300, &d3);
 	status = child_stop(&c);
 	ASSERT_EQ(0, ret);
@@ -3074,7 +3079,6 @@ TEST_F_TIMEOUT(provider, provider_restarted_then_gone, 120)
 	struct result d1, d2, d3;
 	struct child c;
 	int status, ret;
-	long fd;
 
 	ASSERT_EQ(0, child_start(&c, self->lc.path));
 	ret = child_run(&c, 'd', 300, &d1);
@@ -3083,10 +3087,7 @@ TEST_F_TIMEOUT(provider, provider_restarted_then_gone, 120)
 	close(w.fd);
 
 	/* Killed and restarted: asked again, and waited for meanwhile. */
-	close(self->fd);
-	fd = provide();
-	ASSERT_LE(0, fd);
-	self->fd = fd;
+	ASSERT_LE(0, provider_again(self));
 	ret = child_run(&c, 'd', 300, &d2);
 	ASSERT_EQ(0, ret);
 	print_waits("a restarted provider", &d2);
