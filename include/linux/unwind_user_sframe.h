@@ -24,7 +24,7 @@ int unwind_user_sframe_next(struct unwind_user_state *state,
 void unwind_user_sframe_done(const struct unwind_user_state *state);
 bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 			      unsigned long ra);
-int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
+void sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void sframe_mm_free(struct mm_struct *mm);
 void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 		     unsigned long end, bool exec);
@@ -81,10 +81,7 @@ static inline bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 	return true;
 }
 
-static inline int sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm)
-{
-	return 0;
-}
+static inline void sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm) {}
 
 static inline void sframe_mm_free(struct mm_struct *mm) {}
 

@@ -561,11 +561,13 @@ impl SframeMm {
         }
     }
 
-    /// Frees the state of `mm`, which is being destroyed.
+    /// Frees the state of `mm`, which is being destroyed, or whose copy at
+    /// fork failed.
     ///
     /// # Safety
     ///
-    /// `mm` must be live and have no users left (no reader can run).
+    /// `mm` must be live and no reader of its state can run: it has no users
+    /// left, or no task has run with it yet.
     pub(crate) unsafe fn free(mm: *mut bindings::mm_struct) {
         // SAFETY: The caller guarantees `mm` is live.
         let p = unsafe { slot(mm) }.xchg(core::ptr::null_mut(), Full);

@@ -49,7 +49,7 @@
 
 use kernel::{
     bindings,
-    error::code::{EAGAIN, ENOENT, ENOMEM},
+    error::code::{EAGAIN, ENOENT},
     ffi::{c_char, c_int, c_long, c_uint, c_ulong},
     mm::{virt::VmaRef, MmWithUser},
     prelude::*,
@@ -426,8 +426,11 @@ pub unsafe extern "C" fn sframe_mm_vdso(mm: *mut bindings::mm_struct) {
 
 /// Copies the registrations of `oldmm` into `mm` at fork, once `dup_mmap()`
 /// has copied every VMA (with both mmap write locks held): those whose text
-/// or section was not copied (`VM_DONTCOPY`) stay behind. On failure,
-/// `dup_mmap()` tears the new mm down as for any other.
+/// or section was not copied (`VM_DONTCOPY`) stay behind. Profiling state
+/// never fails a fork: if the copy cannot be allocated, the child starts
+/// with no registry, as a process that never had one, and its first walk
+/// attaches the tables of the files it maps; what the parent registered
+/// with `prctl()` alone (a JIT's sections) is lost to it.
 ///
 /// # Safety
 ///
@@ -436,7 +439,7 @@ pub unsafe extern "C" fn sframe_mm_vdso(mm: *mut bindings::mm_struct) {
 pub unsafe extern "C" fn sframe_mm_dup(
     mm: *mut bindings::mm_struct,
     oldmm: *mut bindings::mm_struct,
-) -> c_int {
+) {
     // SAFETY: The caller's contract, for both, for the whole call.
     let (new, old) = unsafe {
         (
@@ -445,7 +448,7 @@ pub unsafe extern "C" fn sframe_mm_dup(
         )
     };
     let Some(old) = RegistryWriter::of(&old) else {
-        return 0;
+        return;
     };
     // All of the text, and of the section unless its rows are in kernel
     // memory, was copied: a VMA split since registration (by mprotect(),
@@ -458,9 +461,15 @@ pub unsafe extern "C" fn sframe_mm_dup(
     };
     // A new registry: the copy has the vDSO's registration among the
     // parent's.
-    match RegistryWriter::of_or_new(&new).and_then(|(mut r, _)| old.copy_to(&mut r, mapped)) {
-        Ok(()) => 0,
-        Err(_) => ENOMEM.to_errno(),
+    if RegistryWriter::of_or_new(&new)
+        .and_then(|(mut r, _)| old.copy_to(&mut r, mapped))
+        .is_err()
+    {
+        // SAFETY: `mm` is live (the caller's contract), and no reader can
+        // run: no task has run with it yet (the child of this fork is not
+        // woken before `dup_mmap()` returns), and `new`, the only writer,
+        // is not used again.
+        unsafe { SframeMm::free(mm) };
     }
 }
 

@@ -51,9 +51,12 @@ FIXTURE_SETUP(fault)
 	ASSERT_EQ(0, jit_register(&self->j));
 }
 
+static void fail_anywhere(void);
+
 FIXTURE_TEARDOWN(fault)
 {
 	fail_nth_close();
+	fail_anywhere();
 }
 
 static unsigned long long nr_sections(void)
@@ -63,16 +66,74 @@ static unsigned long long nr_sections(void)
 	return unwind_query(&info) ? ~0ull : info.nr_sections;
 }
 
+static struct stacks fork_stacks;
+
+static void __attribute__((noinline)) fork_leaf(void *arg)
+{
+	double end = now_seconds() + *(double *)arg;
+
+	while (now_seconds() < end)
+		__asm__ volatile("" ::: "memory");
+}
+
+static void __attribute__((noinline)) fork_work(void *arg)
+{
+	fork_leaf(arg);
+	__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * In a child whose copy of the registry failed at fork: its walks attach
+ * its files' tables again, and its stacks through this program's code are
+ * right. 0, or why not.
+ */
+static int __attribute__((noinline)) fork_child_unwinds(void)
+{
+	static const char *const chain[] = { "fork_leaf", "fork_work" };
+	double seconds = 0.3;
+	unsigned int i, whole = 0;
+
+	if (settle_self())
+		return 4;
+	if (sample_stacks(fork_work, &seconds, 1000, &fork_stacks))
+		return 5;
+	for (i = 0; i < fork_stacks.nr; i++) {
+		int m = stack_matches(&fork_stacks.s[i], chain, ARRAY_SIZE(chain));
+
+		if (m == -2)
+			return 6;
+		if (m == 1 && stack_has(&fork_stacks.s[i], "main"))
+			whole++;
+	}
+	return whole ? 0 : 7;
+}
+
+/*
+ * The forked child's exit status: FORK_COPIED if it has the parent's
+ * registrations, FORK_DROPPED if it has none (the registry's copy failed)
+ * and unwinds right, else why not. The JIT code runs either way: it is
+ * still mapped.
+ */
+enum { FORK_COPIED = 0, FORK_DROPPED = 3 };
+
+static int fork_child(struct jit *j, unsigned long long before)
+{
+	j->entry();
+	if (nr_sections() == before)
+		return FORK_COPIED;
+	return fork_child_unwinds() ?: FORK_DROPPED;
+}
+
 /*
  * Fork with the n-th allocation failing, for every n: fork either fails
  * with ENOMEM (or EAGAIN) and the parent keeps its registry and its memory,
- * or succeeds and the child has the registrations (it checks and runs the
- * JIT code, which must still be mapped).
+ * or succeeds and the child has the registrations or, if their copy
+ * failed, none and unwinds right (fork_child()).
  */
 TEST_F(fault, fork)
 {
 	unsigned long long before = nr_sections();
-	unsigned int n, failed = 0;
+	unsigned int n, failed = 0, dropped = 0;
 
 	for (n = 1; n < MAX_NTH; n++) {
 		pid_t pid;
@@ -80,13 +141,9 @@ TEST_F(fault, fork)
 
 		ASSERT_EQ(0, fail_nth(n));
 		pid = fork();
-		if (pid == 0) {
-			/* (fork gives the child a disarmed fail-nth) */
-			if (nr_sections() != before)
-				_exit(2);
-			self->j.entry();
-			_exit(0);
-		}
+		/* (fork gives the child a disarmed fail-nth) */
+		if (pid == 0)
+			_exit(fork_child(&self->j, before));
 		hit = fail_nth_hit();
 		if (pid < 0) {
 			ASSERT_TRUE(errno == ENOMEM || errno == EAGAIN);
@@ -95,7 +152,10 @@ TEST_F(fault, fork)
 		} else {
 			ASSERT_EQ(pid, waitpid(pid, &status, 0));
 			ASSERT_TRUE(WIFEXITED(status));
-			ASSERT_EQ(0, WEXITSTATUS(status));
+			if (WEXITSTATUS(status) == FORK_DROPPED)
+				dropped++;
+			else
+				ASSERT_EQ(FORK_COPIED, WEXITSTATUS(status));
 		}
 		/* The parent's address space and registry are intact. */
 		ASSERT_EQ(before, nr_sections());
@@ -103,9 +163,110 @@ TEST_F(fault, fork)
 		if (!hit)
 			break;
 	}
-	printf("# fork: %u injection points, %u forks failed cleanly\n", n - 1, failed);
+	printf("# fork: %u injection points, %u forks failed cleanly, %u children without the registrations unwound right\n",
+	       n - 1, failed, dropped);
 	ASSERT_LT(n, MAX_NTH);
 	EXPECT_GT(n, 1);
+}
+
+/*
+ * Only the allocations made under @func (its call stack, by the fault
+ * injection's stack trace filter) count for fail-nth: @func's address
+ * range from /proc/kallsyms, up to the next symbol. 0 or -errno.
+ */
+static int fail_only_under(const char *func)
+{
+	static const char *const attrs[] = { "failslab", "fail_page_alloc" };
+	unsigned long long addr, start = 0, end = 0;
+	char type, name[256], path[128], val[32];
+	unsigned int i;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%llx %c %255s%*[^\n]", &addr, &type, name) == 3) {
+		if (start && addr > start) {
+			end = addr;
+			break;
+		}
+		if (!start && !strcmp(name, func))
+			start = addr;
+	}
+	fclose(f);
+	if (!start || !end)
+		return -ENOENT;
+	for (i = 0; i < ARRAY_SIZE(attrs); i++) {
+		snprintf(path, sizeof(path), "/sys/kernel/debug/%s/require-start", attrs[i]);
+		snprintf(val, sizeof(val), "%llu", start);
+		if (write_text(path, val))
+			return -ENOENT;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/%s/require-end", attrs[i]);
+		snprintf(val, sizeof(val), "%llu", end);
+		if (write_text(path, val))
+			return -ENOENT;
+	}
+	return 0;
+}
+
+/* The filter's defaults: every allocation counts. */
+static void fail_anywhere(void)
+{
+	write_text("/sys/kernel/debug/failslab/require-start", "0");
+	write_text("/sys/kernel/debug/failslab/require-end", "18446744073709551615");
+	write_text("/sys/kernel/debug/fail_page_alloc/require-start", "0");
+	write_text("/sys/kernel/debug/fail_page_alloc/require-end",
+		   "18446744073709551615");
+}
+
+/*
+ * The registry's own copy at fork failing, each of its allocations in
+ * turn (the other allocations of fork left alone): profiling state never
+ * fails a fork. The child has the parent's registrations, or none, and
+ * then its first walks attach its files' tables again: its stacks are
+ * whole and right.
+ */
+TEST_F(fault, fork_copy_fails)
+{
+	unsigned long long before = nr_sections();
+	unsigned int n, dropped = 0;
+	int err = fail_only_under("sframe_mm_dup");
+
+	if (err == -ENOENT) {
+		fail_anywhere();
+		SKIP(return, "no sframe_mm_dup in /proc/kallsyms, or no CONFIG_FAULT_INJECTION_STACKTRACE_FILTER");
+	}
+	ASSERT_EQ(0, err);
+	for (n = 1; n < MAX_NTH; n++) {
+		int status;
+		bool hit;
+		pid_t pid;
+
+		ASSERT_EQ(0, fail_nth(n));
+		pid = fork();
+		if (pid == 0)
+			_exit(fork_child(&self->j, before));
+		hit = fail_nth_hit();
+		ASSERT_LE(0, pid) TH_LOG("fork failed at the registry's allocation %u: %s",
+					 n, strerror(errno));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		if (WEXITSTATUS(status) == FORK_DROPPED)
+			dropped++;
+		else
+			ASSERT_EQ(FORK_COPIED, WEXITSTATUS(status))
+				TH_LOG("child of injection point %u", n);
+		/* Without a failure, the child has every registration. */
+		if (!hit) {
+			ASSERT_EQ(FORK_COPIED, WEXITSTATUS(status));
+			break;
+		}
+		ASSERT_EQ(before, nr_sections());
+	}
+	fail_anywhere();
+	printf("# fork: %u injection points in the registry's copy, %u children without it unwound right\n",
+	       n - 1, dropped);
+	ASSERT_LT(n, MAX_NTH);
+	EXPECT_GT(dropped, 0);
 }
 
 /*
