@@ -34,13 +34,6 @@ NMI_SFRAME=/sys/module/kernel/parameters/unwind_user_nmi_sframe
 # ld.so's sections synthesized from .eh_frame.
 modes="fp sframe nmi dwarf"
 [ -f $D/unwind_user_audit.so ] && modes="$modes audit auditnmi"
-# The per-file row: the same deferred unwind of the whole machine (perf
-# record -a), with no LD_AUDIT and no prctl (the library's own
-# registration off): sframe-synth attach gives the kernel the tables of
-# the files imgdemo maps (imgdemo's and libfilter.so's own sections with
-# their start files' functions added from .eh_frame, sections synthesized
-# from it for libc and ld.so) before it starts, and detaches them after.
-[ -x $D/sframe-synth ] && modes="$modes file"
 # The interpreter rows: Debian's lua5.4 running interp.lua (its libraries
 # registered by the LD_AUDIT module in both), without and with the module
 # that answers user-assisted unwinding requests with the Lua functions.
@@ -51,6 +44,14 @@ modes="fp sframe nmi dwarf"
 [ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && modes="$modes pyplain py pytorture"
 # The cost row: PYCOST_ROUNDS rounds (demo.env), if any.
 [ -x /usr/bin/python3.11 ] && [ -d $D/pyassist ] && [ "$PYCOST_ROUNDS" -gt 0 ] && modes="$modes pycost"
+# The per-file row: the same deferred unwind of the whole machine (perf
+# record -a), with no LD_AUDIT and no prctl (the library's own
+# registration off), with the machine's provider of file tables up as its
+# systemd unit runs it (sframe-synth serve): the kernel asks it for the
+# table of each file a walk meets with none (libc's and ld.so's, perf's
+# own libraries', ...), imgdemo's and libfilter.so's come from their own
+# sections. Last: the tables stay attached.
+[ -x $D/sframe-synth ] && modes="$modes file"
 # DEMO_MODES (demo.env): only these.
 [ -n "${DEMO_MODES:-}" ] && modes=$DEMO_MODES
 # The module is in perf's environment too, as when LD_AUDIT is set for a
@@ -85,14 +86,18 @@ for m in $modes; do
 		cmd="$cmd $D/pytorture.py $PYTORTURE_SECONDS" ;;
 	esac
 	# The per-file row records the whole machine and keeps imgdemo's
-	# samples; its tables are attached before the clock starts.
+	# samples; the provider is up before the clock starts, and nothing
+	# is attached: its tables come when the kernel asks.
 	all= comms=
 	if [ $m = file ]; then
 		all=-a comms="--comms imgdemo"
-		file_objs="$D/imgdemo $D/libfilter.so /lib/x86_64-linux-gnu/libc.so.6"
-		file_objs="$file_objs /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
-		# shellcheck disable=SC2086
-		$D/sframe-synth attach $file_objs 2>&1 | sed "s/^/# $m: /"
+		$D/sframe-synth serve --cache /tmp/sframe-serve >$m.serve 2>&1 &
+		serve=$!
+		i=0
+		until grep -q '^serve: providing' $m.serve || [ $i -ge 100 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
 	fi
 	t0=$(date +%s)
 	if [ $m = pycost ]; then
@@ -134,8 +139,11 @@ for m in $modes; do
 		-- $cmd >$m.out 2>$m.err
 	rc=$?
 	t1=$(date +%s)
-	# shellcheck disable=SC2086
-	[ $m = file ] && $D/sframe-synth detach $file_objs 2>&1 | tail -1 | sed "s/^/# $m: /"
+	if [ $m = file ]; then
+		kill $serve
+		wait $serve 2>/dev/null
+		sed "s/^/# $m: /" $m.serve | head -40
+	fi
 	# --no-inline: the guest has no addr2line, and perf script dies of
 	# SIGPIPE when it tries to use one.
 	# shellcheck disable=SC2086

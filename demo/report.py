@@ -508,7 +508,7 @@ def main():
               g('dwarf', 'main', '%.1f%%')))
     print('demo: per_file complete_stacks=%s bytes_per_sample=%s (perf record -a --call-graph '
           'fp,defer, imgdemo\'s samples, the whole machine\'s perf.data; the tables of its '
-          'files attached by sframe-synth attach, no LD_AUDIT, no prctl)' % (
+          'files given by sframe-synth serve when the kernel asked, no LD_AUDIT, no prctl)' % (
               g('file', 'main', '%.1f%%'), g('file', 'bps', '%.0f')))
     print('demo: interpreter lua_right=%s lua_callee_below=%s lua_named=%s in_handler=%s '
           'without_module_named=%s '
