@@ -560,6 +560,28 @@ fn run_detach(objects: &[Object]) -> ExitCode {
     }
 }
 
+/// Run `status`: the kernel's machine-wide counts of file tables, one
+/// `name=value` line, `name=?` for what the kernel does not report.
+pub fn status() -> ExitCode {
+    match sys::file_counts() {
+        Ok(c) => {
+            let v = |x: Option<u64>| x.map_or_else(|| "?".into(), |n| n.to_string());
+            println!(
+                "file_tables={} file_bytes={} files_wanted={} wants_dropped={}",
+                v(c.tables),
+                v(c.bytes),
+                v(c.wanted),
+                v(c.dropped)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sframe-synth: status: UNWIND_USER_QUERY: {}", describe(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// Run `attach` or `detach`: one line per object on stdout, then the
 /// summary.
 pub fn run(o: &Options) -> ExitCode {

@@ -31,6 +31,7 @@ Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
        sframe-synth attach --running [--dry-run] [--report]
        sframe-synth detach OBJECT... | --running
        sframe-synth serve [--cache DIR | --no-cache] [--cache-max-mib N] [--jobs N]
+       sframe-synth status
 
   --cache DIR  write DIR/<GNU build ID in hex>.sframe for every OBJECT
                (DIR is created; each file is written to a temporary file
@@ -114,6 +115,12 @@ seconds), 'nothing for PATH (WHY, T ms) at S' or 'failed PATH: ERROR';
 every minute a line of counts.
 Killed, the kernel stops waiting for its answers; the next serve is asked
 again for every file the kernel found no section in.
+
+status: the kernel's machine-wide counts, one line: 'file_tables=N
+file_bytes=B files_wanted=W wants_dropped=D' (files described by a
+table, the kernel memory of those tables, files the provider was asked
+for, files not asked for because its queue was full; '?' where the
+kernel does not report one).
 
 Exit status: 0 if every OBJECT was written (or attached, or skipped, or
 detached, or had no table), 1 if one failed, 2 on a usage error.
@@ -284,6 +291,9 @@ fn main() -> ExitCode {
             }
             Err(msg) => usage_error(&msg),
         };
+    }
+    if verb == Some(OsStr::new("status")) {
+        return attach::status();
     }
     if detach || verb == Some(OsStr::new("attach")) {
         args.next();

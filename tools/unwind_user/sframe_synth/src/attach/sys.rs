@@ -172,6 +172,48 @@ pub fn has_pr_unwind_user() -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() != Some(EINVAL)
 }
 
+/// `struct unwind_user_info` up to `UNWIND_USER_INFO_SIZE_VER4`: sixteen
+/// counters, the machine-wide ones from index 11 on.
+type InfoVer4 = [u64; 16];
+const INFO_SIZE_VER4: c_ulong = 128;
+const _: () = assert!(size_of::<InfoVer4>() == 128);
+
+/// The kernel's machine-wide counts of file tables (`UNWIND_USER_QUERY`):
+/// `None` for what an older kernel does not report.
+#[derive(Debug, Default)]
+pub struct FileCounts {
+    /// Files described by a table.
+    pub tables: Option<u64>,
+    /// Kernel memory those tables take, in bytes.
+    pub bytes: Option<u64>,
+    /// Files the provider was asked for.
+    pub wanted: Option<u64>,
+    /// Files not asked for because the provider's queue was full.
+    pub dropped: Option<u64>,
+}
+
+/// Reads [`FileCounts`].
+pub fn file_counts() -> io::Result<FileCounts> {
+    // What the kernel does not write stays all ones: no counter gets there.
+    let mut info: InfoVer4 = [u64::MAX; 16];
+    let ptr = addr(info.as_mut_ptr().cast_const())?;
+    // SAFETY: As in `has_pr_unwind_user()`: the kernel writes at most
+    // `INFO_SIZE_VER4` bytes at `ptr`, `info`, exclusively borrowed, of
+    // that size (asserted above) and valid for any bytes.
+    #[allow(unsafe_code)]
+    let r = unsafe { prctl(PR_UNWIND_USER, UNWIND_USER_QUERY, ptr, INFO_SIZE_VER4, ZERO) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let at = |i: usize| info.get(i).copied().filter(|&v| v != u64::MAX);
+    Ok(FileCounts {
+        tables: at(11),
+        bytes: at(12),
+        wanted: at(14),
+        dropped: at(15),
+    })
+}
+
 /// `struct unwind_user_file_want` (<linux/unwind_user.h>): its first
 /// fields, `UNWIND_USER_FILE_WANT_SIZE_VER0` bytes; a later kernel's
 /// records are longer (`size`).
