@@ -47,8 +47,11 @@ MIN_EQUAL = 99.0
 MIN_EQUAL_SHORT = 97.0
 # Programs started after the provider came up (demo/guest-system.sh's late
 # phase): labelled by thread id (python3-late) or by command name.
-LATE_PROGRAMS = ("python3-late", "zstd", "xz-ns", "bzip2-short")
-LATE_COMMS = {"zstd": "zstd", "xz-ns": "xz-ns", "bzip2": "bzip2-short"}
+LATE_PROGRAMS = ("python3-late", "zstd", "xz-ns", "bzip2-short", "gcc-build")
+LATE_COMMS = {"zstd": "zstd", "xz-ns": "xz-ns", "bzip2": "bzip2-short",
+              "gcc": "gcc-build", "cc1": "gcc-build", "as": "gcc-build"}
+# Short-lived processes: MIN_EQUAL_SHORT.
+LATE_SHORT = ("bzip2-short", "gcc-build")
 MIN_EQUAL_LATE = 99.0
 MIN_SAMPLES_LATE = 20
 
@@ -170,6 +173,14 @@ def provider_figures(lines):
               f"with nothing, {failed} failed; ms from the first walk to the answer: "
               f"min {since[0]:.0f}, median {q(0.5):.0f}, p90 {q(0.9):.0f}, max {since[-1]:.0f}")
     for line in lines:
+        if line.startswith("### system-memory"):
+            d = guestlog.fields(line)
+            if d.get("file_bytes", "?").isdigit() and d.get("file_tables", "?").isdigit():
+                tables, kib = int(d["file_tables"]), int(d["file_bytes"]) / 1024
+                print(f"system: late: kernel memory of file tables: {kib:.0f} KiB for "
+                      f"{tables} tables ({kib / max(tables, 1):.1f} KiB each), "
+                      f"{d.get('files_in_use')} files mapped executable now; "
+                      f"{d.get('files_wanted')} files asked for, {d.get('wants_dropped')} dropped")
         if line.startswith("### system-serve"):
             d = guestlog.fields(line)
             secs = int(d.get("cpu_ticks", 0)) / int(d.get("hz", 100))
@@ -242,7 +253,9 @@ def main():
         with open(f"{outdir}/system-examples.txt", "a") as report:
             late = dwarf_phase(scripts["late"], raws["late"], late_pids, report, "late",
                                LATE_PROGRAMS, late_label, late_waiting(answers(log.lines)))
-        for prog in LATE_PROGRAMS:
+        # The build only if it ran (SYSTEM_BUILD=1).
+        built = "### system-build" in log.lines
+        for prog in (p for p in LATE_PROGRAMS if built or p != "gcc-build"):
             c = late[prog]
             n = c["samples"]
             # Exactness once the provider answered: of the samples not
@@ -257,7 +270,7 @@ def main():
             # A short-lived process whose walk met a file just answered
             # ends there once (its address space attaches the table at its
             # next deferred walk): MIN_EQUAL_SHORT, as for xz-short.
-            least = MIN_EQUAL_SHORT if prog == "bzip2-short" else MIN_EQUAL_LATE
+            least = MIN_EQUAL_SHORT if prog in LATE_SHORT else MIN_EQUAL_LATE
             good = m >= MIN_SAMPLES_LATE and c["differ"] == 0 and eq >= least
             print(f"system-check late-{prog} {'ok' if good else 'fail'} "
                   f"equal={eq:.1f}% wrong={c['differ']} samples={m} "
