@@ -447,6 +447,36 @@ fn build_table(
     )?)
 }
 
+/// The provider's answer that the file whose inode is `inode` has nothing
+/// to give, as its table for its current version (`user`: as for
+/// [`build_table`]). The file may be open for writing: a table that
+/// describes nothing has no contents to go stale, and a write changes the
+/// stamp, after which the file is asked for again. (A JIT's memfd is open
+/// for writing while its code runs.)
+///
+/// # Safety
+///
+/// The caller holds a reference to a file of `inode`, which keeps it live.
+unsafe fn nothing_table(inode: *const bindings::inode, user: bool) -> Result<Arc<FileTable>> {
+    // SAFETY: As in `build_table()`: `inode` is live; the caller holds no
+    // lock.
+    unsafe { bindings::unwind_user_inode_mark_table(inode.cast_mut()) };
+    Ok(Arc::new(
+        FileTable {
+            inode: inode as usize,
+            file: None,
+            // SAFETY: `inode` is live.
+            stamp: unsafe { Stamp::of(inode) },
+            described: None,
+            over_budget: 0,
+            user,
+            agent: true,
+            asked_ms: Atomic::new(0),
+        },
+        gfp(),
+    )?)
+}
+
 /// `UNWIND_USER_FILE_ATTACH`: builds the table of the file `u.fd` from the
 /// section at `u.sframe_ptr` and makes it the file's table.
 ///
@@ -467,7 +497,8 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         let inode = inode_of(&file);
         // SAFETY: `file` keeps its inode live.
         let user = unsafe { bindings::unwind_user_inode_users(inode) };
-        let table = build_table(inode, true, None, user, || Ok(Built::Nothing))?;
+        // SAFETY: As above.
+        let table = unsafe { nothing_table(inode, user) }?;
         let old = insert(table, true)?;
         provider::answered(inode as usize);
         drop(old);

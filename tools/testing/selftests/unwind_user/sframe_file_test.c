@@ -2991,7 +2991,7 @@ TEST_F_TIMEOUT(provider, asked_once_then_attached, 120)
 	/* Mapped by the child: unlinked, the file is reached by descriptor. */
 	ASSERT_EQ(0, unlink(self->lc.path));
 	if (!ret)
-		ret = child_run(&c, 'd', 300, &d1);
+		ret = child_run(&c, 'd', 1000, &d1);
 	ASSERT_EQ(0, ret) TH_LOG("child: status %d", d1.status);
 	print_waits("before the answer", &d1);
 	ASSERT_EQ(0, want_of(self->fd, &self->st, &w, 2000, &self->o));
@@ -3033,14 +3033,17 @@ TEST_F_TIMEOUT(provider, asked_once_then_attached, 120)
 	close(w.fd);
 }
 
-/* "Nothing for this file": remembered, also by the next provider. */
+/*
+ * "Nothing for this file": taken while the file is open for writing,
+ * remembered, also by the next provider.
+ */
 TEST_F_TIMEOUT(provider, answered_none, 120)
 {
 	struct unwind_user_file f = { .flags = UNWIND_USER_FILE_F_NONE };
 	struct unwind_user_file_want w;
 	struct result d1, d2, d3;
 	struct child c;
-	int status, ret;
+	int status, ret, writer;
 
 	ASSERT_EQ(0, child_start(&c, self->lc.path));
 	ret = child_run(&c, 'd', 300, &d1);
@@ -3050,7 +3053,11 @@ TEST_F_TIMEOUT(provider, answered_none, 120)
 	f.sframe_size = 1;
 	EXPECT_EQ(-EINVAL, file_attach(&f));
 	f.sframe_size = 0;
+	/* Open for writing, as a JIT's memfd is: "nothing" is still taken. */
+	writer = open(self->lc.path, O_WRONLY);
+	ASSERT_LE(0, writer);
 	ASSERT_EQ(0, file_attach(&f));
+	close(writer);
 	ret = child_run(&c, 'd', 300, &d2);
 	ASSERT_EQ(0, ret);
 	print_waits("answered none", &d2);
