@@ -142,7 +142,8 @@ impl SectionTable {
         }
     }
 
-    /// [`SectionTable::from_parts`], shared.
+    /// [`SectionTable::from_parts`], shared (for the KUnit tests).
+    #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn new(
         header: sframe::Header,
         packed: KVVec<sframe::PackedFde>,

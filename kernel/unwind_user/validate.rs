@@ -16,7 +16,7 @@ use crate::{
 use kernel::{
     alloc::{AllocError, KVVec},
     bindings,
-    error::code::{EFAULT, EINVAL, ENOMEM, ENOSPC, ERANGE},
+    error::code::{EFAULT, ENOMEM, ENOSPC, ERANGE},
     ffi::c_int,
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
@@ -265,6 +265,7 @@ fn validate_keeping(
 mod tests {
     use super::*;
     use crate::section::fixtures::TEST_SECTION;
+    use kernel::error::code::EINVAL;
 
     /// [`TEST_SECTION`] for a text of `len` bytes from 0x11000.
     fn test_section(len: usize) -> Section {
