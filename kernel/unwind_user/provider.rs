@@ -51,8 +51,13 @@ const MAX_WANTS: usize = 1024;
 
 /// How long after a file was asked for a walk that meets its code ends
 /// there rather than guess its callers with frame pointers: longer than
-/// the agent takes to synthesize the table of the largest library.
-pub(crate) const ANSWER_MS: u64 = 30_000;
+/// the agent takes when a whole machine's files come at once. (A boot
+/// under systemd in a TCG guest asked for 58 files together, and the
+/// agent answered the last 78 s after it was asked; with a cap of 30 s,
+/// walks had gone back to the frame-pointer rule for it, and one
+/// invented a caller.) Meanwhile a walk is short, never wrong: only a
+/// provider that is stuck costs that long.
+pub(crate) const ANSWER_MS: u64 = 300_000;
 
 /// A file the kernel wants the table of.
 struct Want {
