@@ -54,6 +54,9 @@ KASAN_LIBCLANG ?= /usr/lib/llvm-22/lib
 # the test kernel's 16 s, 9 minutes for the whole run.
 KASAN_GUEST_MEM ?= 3G
 KASAN_BOOT_TIMEOUT ?= 2700
+# The test kernel plus what systemd as PID 1 and the provider's unit need
+# (harness/configs/systemd.config).
+OUT_SD     := $(KBUILD_DIR)/build-systemd
 # The selftest programs of other SFrame producers, built from source.
 PRODUCERS  := $(KBUILD_DIR)/producers
 # The decoder's oracle corpus: binaries built from its sources by real
@@ -104,6 +107,7 @@ KMAKE_ANY := $(MAKE) -C $(SRC) -j$(JOBS) \
 KMAKE := $(KMAKE_ANY) O=$(OUT)
 KMAKE_PROD := $(KMAKE_ANY) O=$(OUT_PROD)
 KMAKE_VNG := $(KMAKE_ANY) O=$(OUT_VNG)
+KMAKE_SD := $(KMAKE_ANY) O=$(OUT_SD)
 KMAKE_KASAN := LIBCLANG_PATH=$(KASAN_LIBCLANG) $(KMAKE_ANY) O=$(OUT_KASAN) LLVM=$(KASAN_LLVM)
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -118,7 +122,8 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug profile producers bisect-check kernel-vng vng \
-	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan
+	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan \
+	kernel-systemd
 
 deps:
 	@harness/install-deps.sh
@@ -172,6 +177,17 @@ $(OUT_PROD)/.config: $(TEST_CONFIG) harness/configs/prod.config \
 $(OUT_VNG)/.config: $(TEST_CONFIG) harness/configs/vng.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
 	$(call kconfig,$(OUT_VNG),$(TEST_CONFIG),$(KMAKE_VNG),harness/configs/vng.config,$(TEST_CONFIG) harness/configs/vng.config)
+
+# The vng configuration plus what systemd as PID 1 and the provider's unit
+# need of the kernel (harness/configs/systemd.config): its root is 9p, as
+# vng's is.
+$(OUT_SD)/.config: $(TEST_CONFIG) harness/configs/vng.config harness/configs/systemd.config \
+		$(wildcard kernel/unwind_user/Kconfig) | apply
+	$(call kconfig,$(OUT_SD),$(TEST_CONFIG),$(KMAKE_SD),harness/configs/vng.config harness/configs/systemd.config,$(TEST_CONFIG) harness/configs/vng.config harness/configs/systemd.config)
+
+kernel-systemd: apply $(OUT_SD)/.config
+	$(KMAKE_SD) bzImage
+	@echo "kernel-systemd: $(OUT_SD)/arch/x86/boot/bzImage"
 
 kernel-vng: apply $(OUT_VNG)/.config
 	$(KMAKE_VNG) bzImage
@@ -370,4 +386,4 @@ fresh-root:
 	@harness/fresh-root.sh $(REPO) $(KBUILD_DIR)/fresh-root
 
 clean-build:
-	rm -rf $(OUT) $(OUT_PROD) $(OUT_VNG) $(VNG_DIR) $(OUT_KASAN) $(KASAN_DIR) $(GUEST) $(SERIES_DIR)
+	rm -rf $(OUT) $(OUT_PROD) $(OUT_VNG) $(VNG_DIR) $(OUT_KASAN) $(KASAN_DIR) $(OUT_SD) $(GUEST) $(SERIES_DIR)
