@@ -15,6 +15,8 @@
 #   make series   write the git format-patch series against pristine 7.2
 #   make fresh-root   README's two commands (clone, make check) in a new
 #                 Debian 12 root: proves the install steps (not part of check)
+#   make systemd  a Debian 12 guest booted with systemd as PID 1 and the
+#                 provider's unit enabled: checks it (root only; not part of check)
 #
 # Build products live outside the repository, in $(KBUILD_DIR).
 
@@ -54,9 +56,14 @@ KASAN_LIBCLANG ?= /usr/lib/llvm-22/lib
 # the test kernel's 16 s, 9 minutes for the whole run.
 KASAN_GUEST_MEM ?= 3G
 KASAN_BOOT_TIMEOUT ?= 2700
-# The test kernel plus what systemd as PID 1 and the provider's unit need
-# (harness/configs/systemd.config).
+# make systemd: the test kernel plus what systemd as PID 1 and the
+# provider's unit need (harness/configs/systemd.config), and its runs
+# (the debootstrap'ed root it copies, the logs).
 OUT_SD     := $(KBUILD_DIR)/build-systemd
+SYSTEMD_DIR := $(KBUILD_DIR)/systemd
+# Seconds make systemd's guest may run: its boot, two waits for the
+# provider's answers under TCG and perf script's DWARF unwinding.
+SYSTEMD_TIMEOUT ?= 1800
 # The selftest programs of other SFrame producers, built from source.
 PRODUCERS  := $(KBUILD_DIR)/producers
 # The decoder's oracle corpus: binaries built from its sources by real
@@ -123,7 +130,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod bench-debug profile producers bisect-check kernel-vng vng \
 	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan \
-	kernel-systemd
+	kernel-systemd systemd
 
 deps:
 	@harness/install-deps.sh
@@ -331,6 +338,18 @@ system: kernel perf
 	@harness/install-deps.sh oracle >/dev/null
 	@GUEST_ICOUNT=$(SYSTEM_ICOUNT) demo/run-system.sh $(OUT)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
 		$(SYSTEM_OUT) $(BOOT_TIMEOUT)
+
+# The provider's systemd unit on a machine that boots with systemd as PID 1:
+# a debootstrap'ed Debian 12 root (kept in $(SYSTEMD_DIR)/base, copied per
+# run) with sframe-synth, its unit enabled, perf and a test unit that
+# checks the unit's sandboxing, the late programs' stacks against DWARF's,
+# a SIGKILL'ed provider restarted, the journal and the kernel log
+# (demo/run-systemd.sh). Root only (debootstrap, chroot, the 9p root's
+# owners); a few minutes warm under TCG: not part of make check.
+systemd: kernel-systemd perf
+	@harness/install-deps.sh systemd >/dev/null
+	@demo/run-systemd.sh $(OUT_SD)/arch/x86/boot/bzImage $(KBUILD_DIR)/perf/build/perf \
+		$(SYSTEMD_DIR) $(SYSTEMD_TIMEOUT)
 
 # What a table attached to every object costs a program's start: make
 # system without its "before" recording, on the production kernel, the

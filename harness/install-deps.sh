@@ -5,8 +5,10 @@
 # Idempotent: a second run on a prepared machine does nothing but checks.
 # Debian 12 (bookworm) host, x86_64.
 #
-# Usage: install-deps.sh [fresh-root | vng VENV | oracle]
+# Usage: install-deps.sh [fresh-root | vng VENV | oracle | systemd]
 #   fresh-root: also what `make fresh-root` needs on the host (debootstrap).
+#   systemd: also what `make systemd` needs on the host (debootstrap; the
+#   guest's Debian programs come from the archive into its own root).
 #   vng: also virtme-ng (make vng), from PyPI into the virtual environment
 #   VENV, at the versions of harness/vng-requirements.txt; only make vng
 #   asks for it, so make check needs nothing from PyPI.
@@ -41,6 +43,7 @@ APT_PKGS=(
 	python3.11 python3.11-dev
 )
 [ "${1:-}" = fresh-root ] && APT_PKGS+=(debootstrap)
+[ "${1:-}" = systemd ] && APT_PKGS+=(debootstrap)
 # virtme-ng runs on Debian's python3 in a venv. Its guest init starts the
 # host's udevd, whose rules make the /dev/virtio-ports/virtme.* names it
 # wires the command's stdin, stdout and exit status to (without udev the
