@@ -191,22 +191,7 @@ r0=$(uptime_s)
 sleep 1
 (while [ ! -e stop ]; do /usr/bin/bzip2 -9 -c small.in >/dev/null; done) &
 bz=$!
-/usr/bin/python3.11 -S -c "
-import time
-def fib(n):
-    return n if n < 2 else fib(n - 1) + fib(n - 2)
-t = time.monotonic()
-while time.monotonic() - t < 1:
-    fib(15)
-import _bz2, _lzma, _hashlib, _uuid
-data = bytes(range(256)) * 64
-while True:
-    _bz2.BZ2Compressor(9).compress(data)
-    _lzma.LZMACompressor().compress(data)
-    _hashlib.openssl_sha256(data * 16).hexdigest()
-    for i in range(200):
-        _uuid.generate_time_safe()
-" &
+/usr/bin/python3.11 -S /usr/local/share/sframe-synth-test/pylate.py &
 lpy=$!
 feed | /usr/bin/zstd -19 -T1 -c >/dev/null &
 zs=$!

@@ -40,6 +40,7 @@ experiment_guest "$HERE/guest-system.sh"
 # The agent, as an administrator installs it.
 (cd "$REPO/tools/unwind_user/sframe_synth" && PATH=$HOME/.cargo/bin:$PATH cargo build --release -q)
 cp "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth" "$G/"
+cp "$HERE/pylate.py" "$G/"
 printf '%s\n' "${PROGS[@]}" "${PYFILES[@]}" "${PYEXT[@]}" >"$G/extra-libs"
 # What curl maps: the objects whose tables make system-startup's difference.
 ldd /usr/bin/curl | grep -o '/[^ ]*' | grep -v ':$' | sort -u >"$G/curl-objects"

@@ -70,6 +70,7 @@ install -m 755 "$REPO/tools/unwind_user/sframe_synth/target/release/sframe-synth
 install -m 644 "$REPO/tools/unwind_user/sframe_synth/systemd/sframe-synth.service" "$ROOT/etc/systemd/system/"
 strip --strip-debug -o "$ROOT/usr/local/bin/perf" "$PERF"
 install -m 755 "$HERE/guest-systemd.sh" "$ROOT/usr/local/sbin/"
+install -D -m 644 "$HERE/pylate.py" "$ROOT/usr/local/share/sframe-synth-test/pylate.py"
 install -m 644 "$HERE/sframe-synth-test.service" "$ROOT/etc/systemd/system/"
 [ -n "${LATE_SECONDS:-}" ] && sed -i "s/^LATE_SECONDS=.*/LATE_SECONDS=$LATE_SECONDS/" "$ROOT/usr/local/sbin/guest-systemd.sh"
 chroot "$ROOT" systemctl enable sframe-synth.service sframe-synth-test.service 2>&1 | sed 's/^/systemd: /'
