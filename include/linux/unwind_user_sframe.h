@@ -43,6 +43,7 @@ void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
 bool unwind_user_inode_open_for_write(const struct inode *inode);
 const struct inode *unwind_user_file_inode(const struct file *file);
+u64 unwind_user_inode_change_cookie(struct inode *inode);
 void unwind_user_inode_mark_table(struct inode *inode);
 bool unwind_user_inode_users(const struct inode *inode);
 bool unwind_user_file_peek(struct file *file, void *buf, size_t len, loff_t pos);

@@ -22,9 +22,10 @@
 //! before ends there and asks for a deferred unwind, which attaches them;
 //! and so again once a mapping or a table changed.
 //!
-//! A table is keyed by the file's inode (the one user space sees: an
-//! overlayfs file's, not its layer's) and stamped with the inode's size,
-//! mtime and ctime when it was built: a file open for writing gets none,
+//! A table is keyed by the inode whose bytes it was built from (on
+//! overlayfs, the layer's that the mapping maps, not the overlay's, whose
+//! layer changes at copy-up) and stamped with the inode's size, mtime,
+//! ctime and change cookie when it was built: a file open for writing gets none,
 //! and a table whose file changed since (rewritten in place, truncated) is
 //! dropped instead of attached. A table built from the file holds no
 //! reference to it: it goes when the inode is evicted ([`evict`]), once
@@ -108,13 +109,17 @@ pub(crate) fn usage() -> (u64, u64) {
     (NR_DESCRIBED.load(Relaxed), memory::bytes())
 }
 
-/// What identifies the contents of a file: its size, mtime and ctime.
-/// Writing to, truncating or replacing the data of a file changes them.
+/// What identifies the contents of a file: its size, mtime and ctime, and
+/// its change cookie where the file system keeps one. Writing to,
+/// truncating or replacing the data of a file changes them; a write in
+/// the same tick of the coarse clock as the stamp changes only the
+/// cookie, which a file system that keeps none (9p, FUSE) cannot give.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     size: i64,
     mtime: (i64, u32),
     ctime: (i64, u32),
+    cookie: u64,
 }
 
 impl Stamp {
@@ -127,6 +132,10 @@ impl Stamp {
         // The high bits of `i_ctime_nsec` are flags of multigrain
         // timestamps (`I_CTIME_QUERIED`), not time.
         const NSEC: u32 = (1 << 30) - 1;
+        // SAFETY: `inode` is live (the caller's contract); querying its
+        // cookie sets a flag of its own (atomically), so that the next
+        // change moves it.
+        let cookie = unsafe { bindings::unwind_user_inode_change_cookie(inode.cast_mut()) };
         // SAFETY: `inode` is live (the caller's contract); the fields are
         // read as `i_size_read()` and `inode_get_mtime()` read them, racing
         // with writers, which a changed stamp reports.
@@ -134,6 +143,7 @@ impl Stamp {
             let rd = |p: *const i64| core::ptr::read_volatile(p);
             let rd32 = |p: *const u32| core::ptr::read_volatile(p);
             Stamp {
+                cookie,
                 size: rd(&raw const (*inode).i_size),
                 mtime: (
                     rd(&raw const (*inode).i_mtime_sec),
@@ -179,7 +189,8 @@ struct Described {
 /// table); inode eviction, in reclaim too, drops only tables that hold no
 /// file.
 pub(crate) struct FileTable {
-    /// The file's inode (the one user space sees), the table's key. Live
+    /// The inode of the file's bytes (a layer's on overlayfs), the
+    /// table's key. Live
     /// while the table is in [`FILES`]: a table that holds `file` keeps it,
     /// and any other is removed when the inode is evicted, before it is
     /// freed ([`evict`]).
@@ -331,8 +342,8 @@ fn regular_file(fd: i32) -> Result<ARef<LocalFile>> {
     Ok(file)
 }
 
-/// The inode of `file` that user space sees (an overlayfs file's, as
-/// [`FileMapping`] has it); live as long as the file.
+/// The inode whose bytes reading `file` gives (an overlayfs file's layer
+/// below, as [`FileMapping`] has it); live as long as the file.
 fn inode_of(file: &LocalFile) -> *const bindings::inode {
     // SAFETY: `file` is live for the call.
     unsafe { bindings::unwind_user_file_inode(file.as_ptr()) }
@@ -545,6 +556,11 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         Some(unsafe { LocalFile::assume_no_fdget_pos(file.clone()) })
     };
     let table = build_table(inode, true, held, user, build)?;
+    // Copied up meanwhile (overlayfs): what was read may be the upper
+    // layer's, which is another inode.
+    if inode_of(&file) != inode {
+        return Err(ETXTBSY);
+    }
     let old = insert(table, true)?;
     provider::answered(inode as usize);
     // Dropped out of the lock: `fput()` of the last reference.
@@ -1238,6 +1254,7 @@ mod tests {
                         size: 0,
                         mtime: (0, 0),
                         ctime: (0, 0),
+                        cookie: 0,
                     },
                     described: None,
                     over_budget: n,

@@ -12,6 +12,7 @@
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/init.h>
+#include <linux/iversion.h>
 #include <linux/pagemap.h>
 #include <linux/poll.h>
 #include <linux/sysctl.h>
@@ -70,9 +71,26 @@ bool unwind_user_inode_open_for_write(const struct inode *inode)
 	return inode_is_open_for_write(inode);
 }
 
+/*
+ * The inode whose bytes reading or mapping @file gives, which keys and
+ * stamps its table: not an overlayfs (or FUSE passthrough) inode, whose
+ * layer below changes under it at copy-up. A mapping's file is the
+ * layer's own (a backing file, whose f_path is the layer's), an opened
+ * overlayfs file reads its layer's (d_real_inode() of its dentry).
+ */
 const struct inode *unwind_user_file_inode(const struct file *file)
 {
-	return file_user_inode(file);
+	return d_real_inode(file->f_path.dentry);
+}
+
+/*
+ * The change cookie of @inode (STATX_CHANGE_COOKIE's), queried so that
+ * the next change of its data or metadata gives another; 0 on a file
+ * system that keeps none, where the size and times stamp it alone.
+ */
+u64 unwind_user_inode_change_cookie(struct inode *inode)
+{
+	return IS_I_VERSION(inode) ? inode_query_iversion(inode) : 0;
 }
 
 /*
@@ -206,15 +224,18 @@ int unwind_user_provider_open(void)
 
 /*
  * @file, which a walk met mapped, opened again read-only with the current
- * task's credentials (the provider's, which reads it): by the path user
- * space sees (an overlayfs file's, whose inode keys its table), and only
- * if the provider may read it, as fanotify opens the files it hands its
+ * task's credentials (the provider's, which reads it), and only if the
+ * provider may read it, as fanotify opens the files it hands its
  * listener. The mapping's own file may be open for writing, or be an
- * execute-only program its owner may not read.
+ * execute-only program its owner may not read. By the path of the bytes
+ * the mapping maps: an overlayfs mapping's layer below (f_path of a
+ * backing file), not the overlay's path, which reads the upper layer
+ * once the file was copied up: the answer is for the inode the mapping
+ * keys its table with (unwind_user_file_inode()).
  */
 struct file *unwind_user_file_reopen(struct file *file)
 {
-	const struct path *path = file_user_path(file);
+	const struct path *path = &file->f_path;
 	int err;
 
 	err = inode_permission(mnt_idmap(path->mnt), d_inode(path->dentry),

@@ -150,8 +150,9 @@ impl FileMapping {
             return None;
         }
         // SAFETY: A VMA holds a reference to its file for as long as it
-        // maps it. The inode is the one user space sees, as in
-        // /proc/PID/maps: overlayfs maps the file of the layer below.
+        // maps it. On overlayfs, that file is the layer's whose bytes are
+        // mapped, not the overlay's that /proc/PID/maps names: the table
+        // of those bytes is the one to attach.
         let inode = unsafe { bindings::unwind_user_file_inode(file) };
         // SAFETY: As above: the inode lives as long as the file.
         let mode = u32::from(unsafe { (*inode).i_mode });

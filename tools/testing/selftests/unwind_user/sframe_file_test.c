@@ -59,7 +59,13 @@
  *       frame-pointer rule's (as in sframe_dlopen_test without a
  *       registration) and that nothing was attached to its address space,
  *       whereas before the change the same child program got complete
- *       stacks and one more registration.
+ *       stacks and one more registration. lib.written_in_the_same_tick:
+ *       one byte written in the same tick of the clock as the attach,
+ *       where size and times say nothing (the clock set back for it),
+ *       and lib.overlay_copied_up: a library on overlayfs rewritten
+ *       through the overlay while a child maps it, where a child started
+ *       after must get the table of the bytes it maps, not the first
+ *       child's.
  *   provider.*  the machine's provider of file tables
  *       (UNWIND_USER_FILE_PROVIDE), this process: its errnos (EPERM for
  *       another user, and for CAP_PERFMON without CAP_SYS_ADMIN, EBUSY for
@@ -2405,6 +2411,170 @@ TEST_F(lib, replaced_while_attached)
 	close(fd);
 	expect_tables(_metadata, self, 0);
 	umount2(priv, MNT_DETACH);
+}
+
+/*
+ * A library written in place in the same tick of the coarse clock as its
+ * table was attached: size, mtime and ctime are all as the table
+ * recorded them, and only the file's change cookie (tmpfs keeps one)
+ * tells. A mapping of the file made after the write must not get the
+ * table. Each round sets the clock to the same time before a write of one
+ * byte (the one it was) and before the same write again after the
+ * attach, so that both writes happen in the same tick: the kernel's
+ * timestamps of a file are those of the coarse clock, which settime()
+ * sets. The control rounds leave out the second write. The clock is set
+ * back after.
+ */
+static int rewrite_byte_at(const struct timespec *at, const char *path,
+			   const char *elf, size_t off)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = -1;
+
+	if (fd < 0)
+		return -1;
+	if (!clock_settime(CLOCK_REALTIME, at))
+		ret = pwrite(fd, elf + off, 1, off) == 1 ? 0 : -1;
+	close(fd);
+	return ret;
+}
+
+TEST_F(lib, written_in_the_same_tick)
+{
+	enum { ROUNDS = 32 };
+	char priv[PATH_MAX], path[PATH_MAX + 16];
+	struct unwind_user_file f = file_of(&self->lc);
+	Elf64_Phdr *text = phdr(self->lc.elf, load_index(self->lc.elf, true));
+	size_t len = self->lc.elf_len, mid = len / 2;
+	unsigned int i, used = 0, control = 0;
+	struct timespec real0, mono0, mono1;
+	char *map;
+
+	snprintf(priv, sizeof(priv), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(priv)) TH_LOG("tmpfs at %s: %s", priv, strerror(errno));
+	snprintf(path, sizeof(path), "%s/lib.so", priv);
+	ASSERT_EQ(0, write_new(path, self->lc.elf, len));
+	f.fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, f.fd);
+	ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME, &real0));
+	ASSERT_EQ(0, clock_gettime(CLOCK_MONOTONIC, &mono0));
+	for (i = 0; i < 2 * ROUNDS; i++) {
+		bool change = i >= ROUNDS;
+
+		if (rewrite_byte_at(&real0, path, self->lc.elf, mid) ||
+		    file_attach(&f) ||
+		    (change && rewrite_byte_at(&real0, path, self->lc.elf, mid)))
+			break;
+		map = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, f.fd, 0);
+		if (map == MAP_FAILED)
+			break;
+		/* Registered at mmap if the table was attached: unregistered. */
+		if (!unwind_prctl(UNWIND_USER_SFRAME_UNREGISTER,
+				  (uintptr_t)map + text->p_offset, 0, 0)) {
+			if (change)
+				used++;
+			else
+				control++;
+		}
+		munmap(map, len);
+		file_detach(f.fd);
+	}
+	/* The clock as it would be. */
+	clock_gettime(CLOCK_MONOTONIC, &mono1);
+	real0.tv_sec += mono1.tv_sec - mono0.tv_sec;
+	real0.tv_nsec += mono1.tv_nsec - mono0.tv_nsec;
+	if (real0.tv_nsec < 0) {
+		real0.tv_nsec += 1000000000;
+		real0.tv_sec--;
+	} else if (real0.tv_nsec >= 1000000000) {
+		real0.tv_nsec -= 1000000000;
+		real0.tv_sec++;
+	}
+	EXPECT_EQ(0, clock_settime(CLOCK_REALTIME, &real0));
+	close(f.fd);
+	umount2(priv, MNT_DETACH);
+	ASSERT_EQ(2 * ROUNDS, i) TH_LOG("round %u: %s", i, strerror(errno));
+	printf("# %u of %u unchanged files got their table at mmap, %u of %u written after the attach\n",
+	       control, ROUNDS, used, ROUNDS);
+	EXPECT_EQ(ROUNDS, control);
+	EXPECT_EQ(0, used);
+}
+
+/*
+ * A library on overlayfs, a container's image, rewritten through the
+ * overlay while a process maps it: the rewrite copies it up, and the
+ * process keeps mapping the lower layer's bytes, which have no section
+ * here; a process started after maps the upper layer's, the library with
+ * its own section. Each must get the table of the bytes it maps: the
+ * first process's walks build the table of the old bytes (nothing), the
+ * second's that of the new, and every stack of the second through the
+ * library is complete. (A table keyed by the overlay's inode would give
+ * the second process the first's answer.)
+ */
+TEST_F_TIMEOUT(lib, overlay_copied_up, 120)
+{
+	char dir[PATH_MAX], opts[4 * PATH_MAX], lower[PATH_MAX + 16];
+	char merged[PATH_MAX + 16], lib[PATH_MAX + 32], src[PATH_MAX];
+	struct result a, first, r;
+	struct child ca, cb;
+	size_t own_len;
+	void *own;
+	int fd, st_a, st_b, ret;
+
+	snprintf(dir, sizeof(dir), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(dir)) TH_LOG("tmpfs at %s: %s", dir, strerror(errno));
+	snprintf(lower, sizeof(lower), "%s/lower", dir);
+	snprintf(merged, sizeof(merged), "%s/merged", dir);
+	ASSERT_EQ(0, mkdir(lower, 0755));
+	snprintf(opts, sizeof(opts), "%s/upper", dir);
+	ASSERT_EQ(0, mkdir(opts, 0755));
+	snprintf(opts, sizeof(opts), "%s/work", dir);
+	ASSERT_EQ(0, mkdir(opts, 0755));
+	ASSERT_EQ(0, mkdir(merged, 0755));
+	snprintf(lib, sizeof(lib), "%s/libsframe_dl.so", lower);
+	/* The old bytes: the library with its section hidden. */
+	ASSERT_EQ(0, write_new(lib, self->lc.elf, self->lc.elf_len));
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s/upper,workdir=%s/work",
+		 lower, dir, dir);
+	if (mount("overlay", merged, "overlay", 0, opts)) {
+		ret = errno;
+		umount2(dir, MNT_DETACH);
+		if (ret == ENODEV)
+			SKIP(return, "no overlayfs in this kernel");
+		ASSERT_EQ(0, ret) TH_LOG("overlay: %s", strerror(ret));
+	}
+	snprintf(lib, sizeof(lib), "%s/libsframe_dl.so", merged);
+	/* Its answer to a command that does nothing: it mapped the library. */
+	ASSERT_EQ(0, child_start(&ca, lib));
+	ASSERT_EQ(0, child_run(&ca, 'n', 0, &a));
+
+	/* The new bytes, written through the overlay: copied up. */
+	snprintf(src, sizeof(src), "%s/libsframe_dl.so", here);
+	own = read_all(src, &own_len);
+	ASSERT_NE(NULL, own);
+	fd = open(lib, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)own_len, write(fd, own, own_len));
+	close(fd);
+	free(own);
+
+	/* The first process's walks build the table of what it maps. */
+	ret = child_run(&ca, 'd', 300, &a);
+	st_a = child_stop(&ca);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(WIFEXITED(st_a) && !WEXITSTATUS(st_a));
+	print_dl("mapped before the copy-up", &a);
+
+	ASSERT_EQ(0, child_start(&cb, lib));
+	ret = child_run(&cb, 'd', 300, &first) || child_run(&cb, 'd', 500, &r);
+	st_b = child_stop(&cb);
+	umount2(dir, MNT_DETACH);
+	ASSERT_EQ(0, ret);
+	ASSERT_TRUE(WIFEXITED(st_b) && !WEXITSTATUS(st_b));
+	print_dl("mapped after the copy-up, first round", &first);
+	print_dl("mapped after the copy-up", &r);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(0u, r.lib_wrong);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
 }
 
 /*
