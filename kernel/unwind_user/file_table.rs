@@ -40,15 +40,21 @@
 //! `kernel.unwind_user_file_bytes_max`, until it is freed: a table
 //! detached or replaced counts as long as an address space still uses it.
 //! Tables of files any user may have made take at most a part of it
-//! (`kernel.unwind_user_file_bytes_user_max`, [`MAX_USER_TABLES`]), so
-//! that the system's own files always find room. A file whose table did
-//! not fit is built again once the budget has room, by the next walk after
-//! a mapping of it.
+//! (`kernel.unwind_user_file_bytes_user_max`, [`max_user_tables()`]), so
+//! that the system's own files always find room, and each user at most a
+//! share of that part (`kernel.unwind_user_file_bytes_per_user`,
+//! [`max_tables_per_user()`]), the user whose task had the table built
+//! ([`memory::payer`]), so that no user takes it from the others. A file
+//! whose table did not fit is built again once the budget has room, by the
+//! next walk after a mapping of it. The number of tables is bounded too
+//! (`kernel.unwind_user_file_tables_max`), and at the bound a table that
+//! describes nothing (any readable file can be mapped executable) makes
+//! room for another ([`insert`]).
 
 use crate::{
     attach_state::{self, advance_files_gen},
     elf::{self, Segment},
-    memory::{self, gfp},
+    memory::{self, gfp, Account},
     mm::{self, FileMapping, LockedMm},
     provider,
     registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
@@ -89,6 +95,7 @@ pub(crate) unsafe fn init() {
     // SAFETY: The caller's contract.
     unsafe {
         FILES.init();
+        memory::init();
         provider::init();
     }
 }
@@ -211,8 +218,11 @@ pub(crate) struct FileTable {
     over_budget: usize,
     /// Built from a file any user may have made (not root's, or on a file
     /// system a user mounted): it counts against the users' part of the
-    /// budget and [`MAX_USER_TABLES`].
+    /// budget and [`max_user_tables()`].
     user: bool,
+    /// The account of the user who had it built, for such a file: it
+    /// counts against his share of that part and [`max_tables_per_user()`].
+    payer: Option<Arc<Account>>,
     /// Attached by an agent (`UNWIND_USER_FILE_ATTACH`), not built from
     /// the file's own section.
     agent: bool,
@@ -276,7 +286,18 @@ impl FileTable {
     /// Is it a table that did not fit the budget, which now has room for
     /// it? Then it is built again.
     fn retry(&self) -> bool {
-        self.over_budget != 0 && memory::room_for(self.over_budget, self.user)
+        self.over_budget != 0
+            && memory::room_for(self.over_budget, self.user, self.payer.as_deref())
+    }
+
+    /// May it go to make room for another ([`insert`])? A table that
+    /// describes nothing is the memory that reading the file gave nothing,
+    /// which reading it again gives back; unless the provider's answer
+    /// for it is waited for, or it is a system file's that did not fit the
+    /// budget, which address spaces settled on and would not look at again
+    /// when the budget has room ([`insert`]).
+    fn evictable(&self) -> bool {
+        self.described.is_none() && !self.waiting() && (self.over_budget == 0 || self.user)
     }
 
     /// The registration of this table for `m`, a mapping of its file, and
@@ -366,13 +387,14 @@ enum Built {
 /// with the text's code read from `file` where no row describes it (a
 /// read error there, other than a fatal signal, leaves those PCs to the
 /// full lookup, for the table's life: [`crate::usual`]). `user`: of a
-/// file root does not own.
+/// file root does not own, paid for by `payer`.
 fn describe(
     file: &LocalFile,
     text: Segment,
     sframe_addr: u64,
     bytes: KVVec<u8>,
     user: bool,
+    payer: Option<&Arc<Account>>,
 ) -> Result<Built> {
     let s = Section {
         text_start: usize::try_from(text.vaddr).map_err(|_| ENOEXEC)?,
@@ -385,7 +407,7 @@ fn describe(
     // Refused before it is built if what its header counts cannot fit: a
     // file's section asks for up to 64 MiB of FDEs and rows.
     let least = validate::in_kernel_bytes(&s, &bytes);
-    if least != 0 && !memory::room_for(least, user) {
+    if least != 0 && !memory::room_for(least, user, payer.map(|a| &**a)) {
         return Ok(Built::OverBudget(least));
     }
     let code = &mut TextCode {
@@ -396,7 +418,7 @@ fn describe(
     };
     let fdes = validate::validate_in_kernel(&s, bytes, code)?;
     let n = fdes.bytes();
-    let Ok(fdes) = fdes.charge_files(user) else {
+    let Ok(fdes) = fdes.charge_files(user, payer.cloned()) else {
         return Ok(Built::OverBudget(n));
     };
     Ok(Built::Described(Described {
@@ -407,85 +429,113 @@ fn describe(
     }))
 }
 
-/// Builds the table of a file (whose inode is `inode`) with `build`, which
-/// reads it, keeping `agent_file` if an agent attaches it (`agent`; `user`:
-/// a table of a file root does not own, built from its own section);
-/// `ETXTBSY` if the file is open for writing, or was written to
-/// meanwhile: a table never describes contents other than its stamp's.
-fn build_table(
+/// Who a file's table is of, and who has it built.
+struct Origin {
+    /// The file's inode, which the caller's reference to the file keeps
+    /// live.
     inode: *const bindings::inode,
+    /// Attached by an agent (or the provider's answer).
     agent: bool,
-    agent_file: Option<ARef<File>>,
+    /// A file any user may have made.
     user: bool,
-    build: impl FnOnce() -> Result<Built>,
+    /// Who pays for it if `user`.
+    payer: Option<Arc<Account>>,
+}
+
+impl Origin {
+    /// The origin of a table of `file` that the current task has built
+    /// (`agent`: attaches): a user's file's is paid for by the user the
+    /// task runs for, or by `payer` if given.
+    fn of(file: &LocalFile, agent: bool, payer: Option<Arc<Account>>) -> Result<Origin> {
+        let inode = inode_of(file);
+        // SAFETY: `file` keeps its inode live.
+        let user = unsafe { bindings::unwind_user_inode_users(inode) };
+        let payer = match payer {
+            Some(p) => Some(p),
+            None if user && !agent => memory::payer()?,
+            None => None,
+        };
+        Ok(Origin {
+            inode,
+            agent,
+            user,
+            payer,
+        })
+    }
+
+    /// Marks the inode as one with a table, before the table is in
+    /// [`FILES`] and before the caller drops its reference to the file: so
+    /// before any eviction of the inode, which then tells [`evict`]. Set
+    /// once for the inode's life, whether a table is made or not. The
+    /// caller holds no lock (it takes the inode's).
+    fn mark(&self) {
+        // SAFETY: `inode` is live (see its field); only the mapping's flag
+        // word is written, under the inode's lock.
+        unsafe { bindings::unwind_user_inode_mark_table(self.inode.cast_mut()) };
+    }
+
+    /// The inode's stamp now.
+    fn stamp(&self) -> Stamp {
+        // SAFETY: `inode` is live (see its field).
+        unsafe { Stamp::of(self.inode) }
+    }
+
+    /// The table of what reading the file at `stamp` gave.
+    fn table(self, stamp: Stamp, built: Built, file: Option<ARef<File>>) -> Result<Arc<FileTable>> {
+        let (described, over_budget) = match built {
+            Built::Described(d) => (Some(d), 0),
+            Built::Nothing => (None, 0),
+            Built::OverBudget(n) => (None, n),
+        };
+        Ok(Arc::new(
+            FileTable {
+                inode: self.inode as usize,
+                file,
+                stamp,
+                described,
+                over_budget,
+                user: self.user,
+                payer: if self.user { self.payer } else { None },
+                agent: self.agent,
+                asked_ms: Atomic::new(0),
+            },
+            gfp(),
+        )?)
+    }
+}
+
+/// Builds the table of a file of `origin` with `build`, which reads it,
+/// keeping `agent_file` if an agent attaches it; `ETXTBSY` if the file is
+/// open for writing, or was written to meanwhile: a table never describes
+/// contents other than its stamp's.
+fn build_table(
+    origin: Origin,
+    agent_file: Option<ARef<File>>,
+    build: impl FnOnce(&Origin) -> Result<Built>,
 ) -> Result<Arc<FileTable>> {
-    // SAFETY: The caller holds a reference to the file, which keeps its
-    // inode live.
-    let open_for_write = || unsafe { bindings::unwind_user_inode_open_for_write(inode) };
+    // SAFETY: `inode` is live (see `Origin::inode`).
+    let open_for_write = || unsafe { bindings::unwind_user_inode_open_for_write(origin.inode) };
     if open_for_write() {
         return Err(ETXTBSY);
     }
-    // Before the table is in [`FILES`], and before the caller drops its
-    // reference to the file: so before any eviction of the inode, which
-    // then tells [`evict`]. Set once for the inode's life, whether a table
-    // is built or not. The caller holds no lock (it takes the inode's).
-    // SAFETY: As above; only the mapping's flag word is written, under the
-    // inode's lock.
-    unsafe { bindings::unwind_user_inode_mark_table(inode.cast_mut()) };
-    // SAFETY: As above.
-    let stamp = unsafe { Stamp::of(inode) };
-    let (described, over_budget) = match build()? {
-        Built::Described(d) => (Some(d), 0),
-        Built::Nothing => (None, 0),
-        Built::OverBudget(n) => (None, n),
-    };
-    // SAFETY: As above.
-    if open_for_write() || unsafe { Stamp::of(inode) } != stamp {
+    origin.mark();
+    let stamp = origin.stamp();
+    let built = build(&origin)?;
+    if open_for_write() || origin.stamp() != stamp {
         return Err(ETXTBSY);
     }
-    Ok(Arc::new(
-        FileTable {
-            inode: inode as usize,
-            file: agent_file,
-            stamp,
-            described,
-            over_budget,
-            user,
-            agent,
-            asked_ms: Atomic::new(0),
-        },
-        gfp(),
-    )?)
+    origin.table(stamp, built, agent_file)
 }
 
-/// The provider's answer that the file whose inode is `inode` has nothing
-/// to give, as its table for its current version (`user`: as for
-/// [`build_table`]). The file may be open for writing: a table that
-/// describes nothing has no contents to go stale, and a write changes the
-/// stamp, after which the file is asked for again. (A JIT's memfd is open
-/// for writing while its code runs.)
-///
-/// # Safety
-///
-/// The caller holds a reference to a file of `inode`, which keeps it live.
-unsafe fn nothing_table(inode: *const bindings::inode, user: bool) -> Result<Arc<FileTable>> {
-    // SAFETY: As in `build_table()`: `inode` is live; the caller holds no
-    // lock.
-    unsafe { bindings::unwind_user_inode_mark_table(inode.cast_mut()) };
-    Ok(Arc::new(
-        FileTable {
-            inode: inode as usize,
-            file: None,
-            // SAFETY: `inode` is live.
-            stamp: unsafe { Stamp::of(inode) },
-            described: None,
-            over_budget: 0,
-            user,
-            agent: true,
-            asked_ms: Atomic::new(0),
-        },
-        gfp(),
-    )?)
+/// The provider's answer that the file of `origin` has nothing to give,
+/// as its table for its current version. The file may be open for
+/// writing: a table that describes nothing has no contents to go stale,
+/// and a write changes the stamp, after which the file is asked for
+/// again. (A JIT's memfd is open for writing while its code runs.)
+fn nothing_table(origin: Origin) -> Result<Arc<FileTable>> {
+    origin.mark();
+    let stamp = origin.stamp();
+    origin.table(stamp, Built::Nothing, None)
 }
 
 /// `UNWIND_USER_FILE_ATTACH`: builds the table of the file `u.fd` from the
@@ -505,13 +555,10 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
             return Err(EINVAL);
         }
         let file = regular_file(u.fd)?;
-        let inode = inode_of(&file);
-        // SAFETY: `file` keeps its inode live.
-        let user = unsafe { bindings::unwind_user_inode_users(inode) };
-        // SAFETY: As above.
-        let table = unsafe { nothing_table(inode, user) }?;
-        let old = insert(table, true)?;
-        provider::answered(inode as usize);
+        let origin = Origin::of(&file, true, asked_payer(inode_of(&file)))?;
+        let inode = origin.inode as usize;
+        let old = insert(nothing_table(origin)?, true)?;
+        provider::answered(inode);
         drop(old);
         return Ok(());
     }
@@ -527,17 +574,17 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     let inode = inode_of(&file);
     // A file any user may have made (a memfd, a user's program the agent
     // found mapped) counts against the users' part of the budget, as a
-    // table built from its own section does.
-    // SAFETY: `file` keeps its inode live.
-    let user = unsafe { bindings::unwind_user_inode_users(inode) };
-    let build = || {
+    // table built from its own section does; against the share of the user
+    // whose walk asked the provider for it, if one did.
+    let origin = Origin::of(&file, true, asked_payer(inode))?;
+    let build = |o: &Origin| {
         let text = text_segment(&file)?;
         let len = usize::try_from(u.sframe_size).map_err(|_| E2BIG)?;
         let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
         UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
             .reader()
             .read_slice(&mut bytes)?;
-        match describe(&file, text, u.sframe_addr, bytes, user)? {
+        match describe(&file, text, u.sframe_addr, bytes, o.user, o.payer.as_ref())? {
             Built::OverBudget(_) => Err(ENOSPC),
             built => Ok(built),
         }
@@ -555,7 +602,7 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         // `fdget_pos()`.
         Some(unsafe { LocalFile::assume_no_fdget_pos(file.clone()) })
     };
-    let table = build_table(inode, true, held, user, build)?;
+    let table = build_table(origin, held, build)?;
     // Copied up meanwhile (overlayfs): what was read may be the upper
     // layer's, which is another inode.
     if inode_of(&file) != inode {
@@ -566,6 +613,14 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     // Dropped out of the lock: `fput()` of the last reference.
     drop(old);
     Ok(())
+}
+
+/// Who pays for the table of the file whose inode is `inode`, if its
+/// current table was asked of the provider: the user whose walk asked.
+fn asked_payer(inode: *const bindings::inode) -> Option<Arc<Account>> {
+    find(inode)
+        .filter(|t| t.asked())
+        .and_then(|t| t.payer.clone())
 }
 
 /// `UNWIND_USER_FILE_PROVIDE`: makes the caller the machine's provider of
@@ -649,10 +704,7 @@ fn drop_stale_held() {
 /// has room). `Err` for what may not last (no memory, a read error, a
 /// fatal signal, a file open for writing): that is not remembered.
 fn build_own(file: &File) -> Result<Arc<FileTable>> {
-    let inode = inode_of(file);
-    // SAFETY: `file` keeps its inode live.
-    let user = unsafe { bindings::unwind_user_inode_users(inode) };
-    build_table(inode, false, None, user, || {
+    build_table(Origin::of(file, false, None)?, None, |o| {
         let layout = match elf::layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
             Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
@@ -671,7 +723,7 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
             Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
             Err(e) => return Err(e),
         }
-        match describe(file, layout.text, sf.vaddr, bytes, user) {
+        match describe(file, layout.text, sf.vaddr, bytes, o.user, o.payer.as_ref()) {
             Ok(built) => Ok(built),
             Err(e) if e == ENOMEM || e == EINTR => Err(e),
             // Malformed or unsupported: not described, until the file or
@@ -681,20 +733,102 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
     })
 }
 
-/// Most tables [`FILES`] holds, described files and others: one pointer
-/// each in the array, and an answer that saves reading the file again.
-const MAX_TABLES: usize = 1 << 16;
+/// Most tables [`FILES`] holds, described files and others
+/// (`kernel.unwind_user_file_tables_max`): one pointer each in the array,
+/// and an answer that saves reading the file again.
+fn max_tables() -> u64 {
+    // SAFETY: A plain `unsigned long` the sysctl writes; a torn read is
+    // impossible for an aligned word.
+    unsafe { core::ptr::read_volatile(&raw const bindings::unwind_user_file_tables_max) as u64 }
+}
+
 /// Most of them that may be of files root does not own, which any user
 /// can have the kernel read: the rest stay for the system's files.
-const MAX_USER_TABLES: u64 = 1 << 14;
+fn max_user_tables() -> u64 {
+    max_tables() / 4
+}
 
-/// Do users' files have all the tables they may?
-fn user_tables_full() -> bool {
-    NR_USER_TABLES.load(Relaxed) >= MAX_USER_TABLES
+/// Most of those one user may have had built ([`Account`]).
+fn max_tables_per_user() -> u64 {
+    max_tables() / 16
+}
+
+/// How many tables that described nothing [`insert`] let go to make room
+/// for others.
+static NR_EVICTED: Atomic<u64> = Atomic::new(0);
+
+/// A limit of the number of tables, the strictest first.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Limit {
+    /// [`max_tables_per_user()`], of the table's payer.
+    PerUser,
+    /// [`max_user_tables()`].
+    Users,
+    /// [`max_tables()`].
+    All,
+}
+
+/// The strictest limit `table` would pass in place of `cur` (or in a place
+/// of its own), with `len` tables in [`FILES`]; under its lock.
+fn limit_passed(len: usize, table: &FileTable, cur: Option<&FileTable>) -> Option<Limit> {
+    let same_payer = |c: &FileTable| match (&table.payer, &c.payer) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    };
+    if let Some(p) = &table.payer {
+        if !cur.is_some_and(same_payer) && p.tables.load(Relaxed) >= max_tables_per_user() {
+            return Some(Limit::PerUser);
+        }
+    }
+    if table.user
+        && !cur.is_some_and(|c| c.user)
+        && NR_USER_TABLES.load(Relaxed) >= max_user_tables()
+    {
+        return Some(Limit::Users);
+    }
+    if cur.is_none() && len as u64 >= max_tables() {
+        return Some(Limit::All);
+    }
+    None
+}
+
+/// Removes from `files` a table that describes nothing and counts against
+/// `limit` as `table` would (another file's), to make room for `table`;
+/// returns it, or `None` if there is none. Under the lock of [`FILES`].
+fn evict_for(
+    files: &mut KVVec<Arc<FileTable>>,
+    table: &FileTable,
+    limit: Limit,
+) -> Option<Arc<FileTable>> {
+    let counts = |t: &FileTable| match limit {
+        Limit::PerUser => match (&t.payer, &table.payer) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        },
+        Limit::Users => t.user,
+        Limit::All => true,
+    };
+    // From where the last eviction was: the tables before it were looked
+    // at last time, so that a flood of new tables does not scan them all
+    // again each time.
+    static FROM: Atomic<usize> = Atomic::new(0);
+    let n = files.len();
+    let from = FROM.load(Relaxed) % n.max(1);
+    let i = (0..n).map(|k| (from + k) % n).find(|&i| {
+        files
+            .get(i)
+            .is_some_and(|t| t.key() != table.key() && t.evictable() && counts(t))
+    })?;
+    let old = files.remove(i).ok()?;
+    FROM.store(i, Relaxed);
+    count(&old, false);
+    NR_EVICTED.add(1, Relaxed);
+    Some(old)
 }
 
 /// Counts `table` in (`added`) or out of [`NR_DESCRIBED`],
-/// [`NR_USER_TABLES`] and [`NR_HELD`]; under the lock of [`FILES`].
+/// [`NR_USER_TABLES`], [`NR_HELD`] and its payer's account; under the lock
+/// of [`FILES`].
 fn count(table: &FileTable, added: bool) {
     let update = |n: &Atomic<u64>| {
         if added {
@@ -708,6 +842,9 @@ fn count(table: &FileTable, added: bool) {
     }
     if table.user {
         update(&NR_USER_TABLES);
+    }
+    if let Some(p) = &table.payer {
+        update(&p.tables);
     }
     if table.holds_file() {
         update(&NR_HELD);
@@ -730,71 +867,86 @@ pub(crate) fn agent_tables() -> bool {
 
 /// Makes `table` its file's table, unless `replace` is false and the file
 /// has one already (a described table replaces one that did not fit the
-/// budget all the same); returns the table it replaces. `ENOSPC` when
-/// [`MAX_TABLES`] files have one, or a user's file's table would pass
-/// [`MAX_USER_TABLES`]. A table that replaces another advances
-/// the generation: address spaces that attached the old one, or found
-/// their file had none, are not settled any more; but not the answer to a
-/// file the provider was asked for, which no address space settled on. A new file's table does
-/// not: mmap leaves a mapping of a file with no table unsettled
-/// ([`attach_mapping`]).
+/// budget all the same); returns the table it replaces. Past a limit of
+/// the number of tables ([`max_tables()`], and for a user's file
+/// [`max_user_tables()`] and [`max_tables_per_user()`]), a table that
+/// describes nothing goes to make room ([`evict_for`]); `ENOSPC` if none
+/// can.
+///
+/// A table that replaces another advances the generation: address spaces
+/// that attached the old one, or found their file had none, are not
+/// settled any more. But not the answer to a file the provider was asked
+/// for, which no address space settled on; nor a table a walk built for a
+/// user's file in place of one that did not fit the budget: no user is to
+/// empty the rule cache of every address space on the machine, and those
+/// that settled on the old one keep it until they map the file again. A
+/// new file's table does not either, as mmap leaves a mapping of a file
+/// with no table unsettled ([`attach_mapping`]); but an agent's does once
+/// a table was let go, which address spaces may have settled on.
 ///
 /// Allocates nothing with the lock held: inode eviction takes it
 /// ([`evict`]), in reclaim too.
 fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>> {
     let mut spare: KVVec<Arc<FileTable>> = KVVec::new();
+    // Dropped out of the lock, as the caller drops what this returns.
+    let mut evicted: Option<Arc<FileTable>> = None;
     loop {
         let mut files = FILES.lock();
-        let i = match files.binary_search_by_key(&table.key(), |t| t.key()) {
+        let found = files.binary_search_by_key(&table.key(), |t| t.key());
+        let cur = found.ok().and_then(|i| files.get(i));
+        // Whether replacing `cur` leaves the generation as it is.
+        let mut quiet = false;
+        if let Some(c) = cur {
+            // A table that did not fit the budget gives way to the file's
+            // table built since (`described`); or to one that did not fit
+            // either, built once the budget had room for what the first
+            // said it needed, and which needed more (`needs_more`): that
+            // figure is kept, so that the file is not read again before
+            // the budget has room for it, and says nothing new to address
+            // spaces: the generation stays.
+            let over = c.over_budget != 0;
+            let described = over && table.described.is_some();
+            let needs_more = over && table.described.is_none() && table.over_budget > c.over_budget;
+            if !(replace || described || needs_more) {
+                return Ok(None);
+            }
+            // The answer to a file the provider was asked for: no address
+            // space that maps it was settled since it was asked, nor cached
+            // its PCs (its walks ended there), and each attaches the new
+            // table at its next walk; every other address space keeps its
+            // rule cache. So does a user's walk.
+            quiet = needs_more || c.waiting() || (!replace && table.user);
+        }
+        if let Some(limit) = limit_passed(files.len(), &table, cur.map(|c| &**c)) {
+            if evicted.is_some() {
+                return Err(ENOSPC);
+            }
+            evicted = Some(evict_for(&mut files, &table, limit).ok_or(ENOSPC)?);
+            continue;
+        }
+        let i = match found {
             Ok(i) => {
                 let Some(cur) = files.get_mut(i) else {
                     return Err(EINVAL);
                 };
-                // A table that did not fit the budget gives way to the
-                // file's table built since (`described`); or to one that
-                // did not fit either, built once the budget had room for
-                // what the first said it needed, and which needed more
-                // (`needs_more`): that figure is kept, so that the file is
-                // not read again before the budget has room for it, and
-                // says nothing new to address spaces: the generation stays.
-                let over = cur.over_budget != 0;
-                let described = over && table.described.is_some();
-                let needs_more =
-                    over && table.described.is_none() && table.over_budget > cur.over_budget;
-                if !(replace || described || needs_more) {
-                    return Ok(None);
-                }
-                if table.user && !cur.user && user_tables_full() {
-                    // A placeholder then keeps its figure.
-                    return if replace || described {
-                        Err(ENOSPC)
-                    } else {
-                        Ok(None)
-                    };
-                }
-                // The answer to a file the provider was asked for: no
-                // address space that maps it was settled since it was
-                // asked, nor cached its PCs (its walks ended there), and
-                // each attaches the new table at its next walk; every other
-                // address space keeps its rule cache.
-                let answer = cur.waiting();
                 count(&table, true);
                 let old = core::mem::replace(cur, table);
                 count(&old, false);
-                if !(needs_more || answer) {
+                if !quiet {
                     advance_files_gen();
                 }
                 return Ok(Some(old));
             }
             Err(i) => i,
         };
-        if files.len() >= MAX_TABLES || (table.user && user_tables_full()) {
-            return Err(ENOSPC);
-        }
         if files.len() < files.capacity() {
+            let agents = replace && NR_EVICTED.load(Relaxed) != 0;
             files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
             if let Some(t) = files.get(i) {
                 count(t, true);
+            }
+            if agents {
+                advance_files_gen();
             }
             return Ok(None);
         }
@@ -932,10 +1084,9 @@ fn candidates(
     let mut missing = false;
     for m in mappings {
         let Some(table) = find(m.inode) else {
-            // Nothing to wait for from a file given up on, nor from a
-            // user's file while users' files have all the tables they may:
-            // as if it had nothing to describe.
-            missing |= !(given_up.contains(&m.inode) || (m.users && user_tables_full()));
+            // Nothing to wait for from a file given up on: as if it had
+            // nothing to describe.
+            missing |= !given_up.contains(&m.inode);
             continue;
         };
         let Some((section, _)) = table.section_in(m) else {
@@ -1076,7 +1227,6 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64, pc:
             };
             if list.len() >= MAX_BUILDS
                 || find(m.inode).is_some()
-                || (m.users && user_tables_full())
                 || Iterator::chain(unknown.iter(), covered.iter()).any(|f| inode_of(f) == m.inode)
             {
                 continue;
@@ -1191,9 +1341,7 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
         // mapping: neither would a walk attach one; unless the provider's
         // answer for the file is waited for.
         (Some(t), None) => !t.waiting() && t.still_current(),
-        // A user's file when users' files have all the tables they may:
-        // neither would a walk build one.
-        (None, None) => m.users && user_tables_full(),
+        (None, None) => false,
     };
     if !settled {
         // SAFETY: `FileMapping::of()` found a file; the VMA holds a
@@ -1259,6 +1407,7 @@ mod tests {
                     described: None,
                     over_budget: n,
                     user: false,
+                    payer: None,
                     agent: false,
                     asked_ms: Atomic::new(0),
                 },
@@ -1282,6 +1431,63 @@ mod tests {
         assert_eq!(attach_state::files_gen(), gen0);
         assert!(remove(key, None).is_some());
         assert_eq!(need(), None);
+        Ok(())
+    }
+
+    #[test]
+    fn a_users_walk_in_place_of_a_placeholder_keeps_the_generation() -> Result {
+        // Keys no inode has: this test's own statics.
+        static USERS: u8 = 0;
+        static SYSTEMS: u8 = 0;
+        let table = |key: &u8, user: bool, described: bool| -> Result<Arc<FileTable>> {
+            let described = if described {
+                Some(Described {
+                    text: Segment {
+                        vaddr: 0x1000,
+                        offset: 0x1000,
+                        size: 0x1000,
+                    },
+                    sframe_addr: 0x10000,
+                    sframe_len: 64,
+                    fdes: crate::section::fixtures::none()?,
+                })
+            } else {
+                None
+            };
+            Ok(Arc::new(
+                FileTable {
+                    inode: core::ptr::from_ref(key) as usize,
+                    file: None,
+                    stamp: Stamp {
+                        size: 0,
+                        mtime: (0, 0),
+                        ctime: (0, 0),
+                        cookie: 0,
+                    },
+                    over_budget: if described.is_some() { 0 } else { 100 },
+                    described,
+                    user,
+                    payer: None,
+                    agent: false,
+                    asked_ms: Atomic::new(0),
+                },
+                GFP_KERNEL,
+            )?)
+        };
+        // A user's file: the table a walk built in place of its
+        // placeholder leaves every address space's rule cache as it is.
+        assert!(insert(table(&USERS, true, false)?, false)?.is_none());
+        let gen0 = attach_state::files_gen();
+        assert!(insert(table(&USERS, true, true)?, false)?.is_some());
+        assert_eq!(attach_state::files_gen(), gen0);
+        // A system file's advances the generation: those that settled on
+        // the placeholder look again.
+        assert!(insert(table(&SYSTEMS, false, false)?, false)?.is_none());
+        let gen1 = attach_state::files_gen();
+        assert!(insert(table(&SYSTEMS, false, true)?, false)?.is_some());
+        assert_ne!(attach_state::files_gen(), gen1);
+        assert!(remove(core::ptr::from_ref(&USERS) as usize, None).is_some());
+        assert!(remove(core::ptr::from_ref(&SYSTEMS) as usize, None).is_some());
         Ok(())
     }
 }

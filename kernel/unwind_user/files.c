@@ -36,6 +36,24 @@ unsigned long unwind_user_file_bytes_max = 64UL << 20;
  */
 unsigned long unwind_user_file_bytes_user_max = 16UL << 20;
 
+/*
+ * kernel.unwind_user_file_bytes_per_user: the part of that part that the
+ * tables one user has built may take (unwind_user_payer()), so that no
+ * user takes it all from the others.
+ */
+unsigned long unwind_user_file_bytes_per_user = 4UL << 20;
+
+/*
+ * kernel.unwind_user_file_tables_max: most files with a table,
+ * machine-wide, tables that say a file has nothing included; a quarter of
+ * them may be of files root does not own, and a sixteenth those one user
+ * had built. At the limit, a table that describes nothing goes to make
+ * room.
+ */
+unsigned long unwind_user_file_tables_max = 1UL << 16;
+static unsigned long unwind_user_file_tables_min = 64;
+static unsigned long unwind_user_file_tables_limit = 1UL << 20;
+
 static const struct ctl_table unwind_user_sysctls[] = {
 	{
 		.procname	= "unwind_user_file_bytes_max",
@@ -50,6 +68,22 @@ static const struct ctl_table unwind_user_sysctls[] = {
 		.maxlen		= sizeof(unwind_user_file_bytes_user_max),
 		.mode		= 0644,
 		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
+		.procname	= "unwind_user_file_bytes_per_user",
+		.data		= &unwind_user_file_bytes_per_user,
+		.maxlen		= sizeof(unwind_user_file_bytes_per_user),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+	},
+	{
+		.procname	= "unwind_user_file_tables_max",
+		.data		= &unwind_user_file_tables_max,
+		.maxlen		= sizeof(unwind_user_file_tables_max),
+		.mode		= 0644,
+		.proc_handler	= proc_doulongvec_minmax,
+		.extra1		= &unwind_user_file_tables_min,
+		.extra2		= &unwind_user_file_tables_limit,
 	},
 };
 
@@ -124,6 +158,25 @@ bool unwind_user_inode_users(const struct inode *inode)
 	return !uid_eq(inode->i_uid, GLOBAL_ROOT_UID) ||
 	       (sb->s_iflags & SB_I_UNTRUSTED_MOUNTER) ||
 	       sb->s_user_ns != &init_user_ns;
+}
+
+/*
+ * The user who pays for the tables of users' files the current task has
+ * the kernel build: its real uid, or, in a user namespace, the uid (in the
+ * initial one) of the user who created the outermost namespace below the
+ * initial one, as ucounts charges a namespace's users to its creator: a
+ * container's many ids are one user. C: struct user_namespace has no
+ * Rust abstraction.
+ */
+u32 unwind_user_payer(void)
+{
+	const struct cred *cred = current_cred();
+	const struct user_namespace *ns = cred->user_ns;
+	kuid_t uid = cred->uid;
+
+	for (; ns != &init_user_ns; ns = ns->parent)
+		uid = ns->owner;
+	return __kuid_val(uid);
 }
 
 /*

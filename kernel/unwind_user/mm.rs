@@ -129,9 +129,6 @@ pub(crate) struct FileMapping {
     /// The file's inode: an identity to compare, only dereferenced by
     /// whoever holds a reference to it.
     pub(crate) inode: *const bindings::inode,
-    /// A file any user may have made (`file_table.rs`: its table takes
-    /// from the users' part of the budget).
-    pub(crate) users: bool,
 }
 
 impl FileMapping {
@@ -164,8 +161,6 @@ impl FileMapping {
             end: vma.end(),
             offset: (pgoff as u64).checked_mul(kernel::page::PAGE_SIZE as u64)?,
             inode,
-            // SAFETY: As above.
-            users: unsafe { bindings::unwind_user_inode_users(inode) },
         })
     }
 }

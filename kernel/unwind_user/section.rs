@@ -7,7 +7,7 @@
 
 use crate::{
     elf::Placed,
-    memory::{gfp, Charge},
+    memory::{gfp, Account, Charge},
     usual::{TextCode, UsualRows},
 };
 use kernel::{alloc::KVVec, prelude::*, sync::Arc};
@@ -174,10 +174,15 @@ impl SectionTable {
     }
 
     /// The table, its bytes counted against the machine's budget of file
-    /// tables until it is freed, and against the part of it for files root
-    /// does not own if `user`; `ENOSPC` past either.
-    pub(crate) fn charge_files(mut self, user: bool) -> Result<SectionTable> {
-        self.charge = Some(Charge::new(self.bytes(), user)?);
+    /// tables until it is freed, and if `user` against the part of it for
+    /// files root does not own and `payer`'s share of that; `ENOSPC` past
+    /// any.
+    pub(crate) fn charge_files(
+        mut self,
+        user: bool,
+        payer: Option<Arc<Account>>,
+    ) -> Result<SectionTable> {
+        self.charge = Some(Charge::new(self.bytes(), user, payer)?);
         Ok(self)
     }
 

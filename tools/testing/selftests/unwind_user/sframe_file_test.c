@@ -618,6 +618,17 @@ static const char *const dl_chain[] = {
 	"sample_stacks", "sample_stacks_kernel", "child_main", "main",
 };
 
+/* The same, sampling user space only (op u) and at sample time (op D). */
+static const char *const dl_chain_user[] = {
+	"spin_cb", "dl_level2", "dl_level1", "dl_chain", "dl_driver",
+	"sample_stacks", "child_main", "main",
+};
+
+static const char *const dl_chain_sync[] = {
+	"spin_cb", "dl_level2", "dl_level1", "dl_chain", "dl_driver",
+	"sample_stacks", "sample_stacks_sync", "child_main", "main",
+};
+
 /* Its first frames: the callback and the library's functions. */
 #define DL_LIB_FRAMES	4
 
@@ -647,17 +658,29 @@ struct result {
 	struct unwind_user_info before, after;
 };
 
-/* Stacks whose leaf is in the library's chain, and those complete to main. */
-static void classify_dl(const struct ustack *st, struct result *r, bool verbose)
+/*
+ * Stacks whose leaf is in the library's chain, and those complete to main,
+ * in a round of @op.
+ */
+static void classify_dl(const struct ustack *st, struct result *r, char op)
 {
 	const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
-	int k, m;
+	const char *const *chain = dl_chain;
+	int k, m, n = ARRAY_SIZE(dl_chain);
+	bool verbose = op != 'D';
 
+	if (op == 'u') {
+		chain = dl_chain_user;
+		n = ARRAY_SIZE(dl_chain_user);
+	} else if (op == 'D') {
+		chain = dl_chain_sync;
+		n = ARRAY_SIZE(dl_chain_sync);
+	}
 	for (k = 0; top && k < DL_LIB_FRAMES; k++) {
-		if (strcmp(top, dl_chain[k]))
+		if (strcmp(top, chain[k]))
 			continue;
 		r->in_lib++;
-		m = stack_matches(st, dl_chain + k, ARRAY_SIZE(dl_chain) - k);
+		m = stack_matches(st, chain + k, n - k);
 		if (m == 1)
 			r->lib_complete++;
 		else if (m == -2)
@@ -807,6 +830,7 @@ static int lib_copy_mremap(void *h, struct lib_text *lt)
 struct cmd {
 	char op;	/* q: qsort, p: prime (libc), d: the library's chain,
 			 * D: the same, walked at sample time only,
+			 * u: the same, user space's samples, deferred,
 			 * x: the same from a copy of the library's text made
 			 * executable by mprotect(), r: that copy moved by
 			 * mremap() (after x), v: the vDSO at sample time,
@@ -881,6 +905,9 @@ NOIPA int child_main(int argc, char **argv)
 		} else if (m.op == 'D' && dl.chain) {
 			dl.seconds = seconds;
 			err = sample_stacks_sync(dl_driver, &dl, FREQ, &stacks);
+		} else if (m.op == 'u' && dl.chain) {
+			dl.seconds = seconds;
+			err = sample_stacks(dl_driver, &dl, FREQ, &stacks);
 		}
 		if (err)
 			r.status = 4;
@@ -893,8 +920,8 @@ NOIPA int child_main(int argc, char **argv)
 		for (i = 0; i < stacks.nr; i++) {
 			if (w)
 				libc_classify(w, &stacks.s[i], &r.t, m.op == 'q');
-			else if (strchr("dxrD", m.op))
-				classify_dl(&stacks.s[i], &r, m.op != 'D');
+			else if (strchr("dxrDu", m.op))
+				classify_dl(&stacks.s[i], &r, m.op);
 			else if (m.op == 'v')
 				classify_clock(&stacks.s[i], &r);
 		}
@@ -913,10 +940,11 @@ struct child {
 
 /*
  * Start a child, with @lib to dlopen() if not NULL, in a mount namespace
- * of its own where the file @over is bind-mounted over @lib if not NULL:
- * 0 or -1.
+ * of its own where the file @over is bind-mounted over @lib if not NULL,
+ * as the user @uid if not 0: 0 or -1.
  */
-static int child_start_in(struct child *c, const char *lib, const char *over)
+static int child_start_as(struct child *c, const char *lib, const char *over,
+			  uid_t uid)
 {
 	int cmd[2], res[2];
 
@@ -943,6 +971,9 @@ static int child_start_in(struct child *c, const char *lib, const char *over)
 			     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 			     mount(over, lib, NULL, MS_BIND, NULL)))
 			_exit(126);
+		if (uid && (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+			    setresuid(uid, uid, uid)))
+			_exit(125);
 		/* Only the objects the test knows of (run_kselftest's stdbuf). */
 		unsetenv("LD_PRELOAD");
 		unsetenv("LD_AUDIT");
@@ -965,7 +996,7 @@ static int child_start_in(struct child *c, const char *lib, const char *over)
 
 static int child_start(struct child *c, const char *lib)
 {
-	return child_start_in(c, lib, NULL);
+	return child_start_as(c, lib, NULL, 0);
 }
 
 static int child_send(struct child *c, char op, int msec)
@@ -2578,6 +2609,257 @@ TEST_F_TIMEOUT(lib, overlay_copied_up, 120)
 }
 
 /*
+ * Another user's walks: a process of @uid maps the files @dir/@prefix<@i>
+ * for @i from @first to @n - 1 executable, 64 at a time, and has each 64 walked
+ * (its own samples, deferred, through libc: code no table describes,
+ * which has a walk build the tables of the files it maps). 0, or -1 if
+ * it failed.
+ */
+static int walk_files_as(uid_t uid, const char *dir, const char *prefix,
+			 unsigned int first, unsigned int n)
+{
+	enum { BATCH = 64 };
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		void *map[BATCH];
+		unsigned int i, k, nr;
+		double seconds = 0.01;
+		char path[PATH_MAX];
+
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+		    setresuid(uid, uid, uid))
+			_exit(2);
+		for (i = first; i < n; i += nr) {
+			for (nr = 0; nr < BATCH && i + nr < n; nr++) {
+				int fd;
+
+				snprintf(path, sizeof(path), "%s/%s%u", dir, prefix, i + nr);
+				fd = open(path, O_RDONLY | O_CLOEXEC);
+				if (fd < 0)
+					_exit(3);
+				map[nr] = mmap(NULL, 4096, PROT_READ | PROT_EXEC,
+					       MAP_PRIVATE, fd, 0);
+				close(fd);
+				if (map[nr] == MAP_FAILED)
+					_exit(4);
+			}
+			if (sample_stacks(run_work, &seconds, FREQ, &stacks))
+				_exit(5);
+			for (k = 0; k < nr; k++)
+				munmap(map[k], 4096);
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		printf("# walker as %u: status %#x\n", uid, status);
+		return -1;
+	}
+	return 0;
+}
+
+/* Sets the sysctl @name to @val, the value it had in @old if not NULL. */
+static int sysctl_set(const char *name, unsigned long val, unsigned long *old)
+{
+	char path[128], buf[32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/kernel/%s", name);
+	if (old) {
+		f = fopen(path, "r");
+		if (!f || fscanf(f, "%lu", old) != 1) {
+			if (f)
+				fclose(f);
+			return -1;
+		}
+		fclose(f);
+	}
+	snprintf(buf, sizeof(buf), "%lu", val);
+	return write_text(path, buf);
+}
+
+/*
+ * A child of @uid mapping @lib, stacks through it in two rounds: user
+ * space's own samples, deferred (an unprivileged user may not sample the
+ * kernel in the test guest).
+ */
+static int lib_rounds_as(uid_t uid, const char *lib, struct result *first,
+			 struct result *r)
+{
+	struct child c;
+	int status, ret;
+
+	if (child_start_as(&c, lib, NULL, uid))
+		return -1;
+	ret = child_run(&c, 'u', 300, first) || child_run(&c, 'u', 500, r) ? -1 : 0;
+	status = child_stop(&c);
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("# child status %#x\n", status);
+		ret = -1;
+	}
+	return ret;
+}
+
+enum { USER_A = 60001, USER_B = 60002 };
+
+/*
+ * Writes @n copies of the library with its own section, @dir/@prefix<i>,
+ * owned by @uid: 0 or -1.
+ */
+static int own_copies(const char *dir, const char *prefix, unsigned int n,
+		      uid_t uid)
+{
+	char src[PATH_MAX], path[PATH_MAX];
+	unsigned int i;
+	size_t len;
+	void *elf;
+	int ret = 0;
+
+	snprintf(src, sizeof(src), "%s/libsframe_dl.so", here);
+	elf = read_all(src, &len);
+	if (!elf)
+		return -1;
+	for (i = 0; i < n && !ret; i++) {
+		snprintf(path, sizeof(path), "%s/%s%u", dir, prefix, i);
+		ret = write_new(path, elf, len) || chown(path, uid, uid) ? -1 : 0;
+	}
+	free(elf);
+	return ret;
+}
+
+/*
+ * One user fills the users' part of the budget of file tables with the
+ * tables of his own libraries (each a copy with its own section, which
+ * his process's walks have the kernel build); another user's library must
+ * still be described: each user takes at most his share
+ * (kernel.unwind_user_file_bytes_per_user), half of the users' part here,
+ * which the test makes ten tables' worth.
+ */
+TEST_F_TIMEOUT(lib, user_budget_shared, 180)
+{
+	char dir[PATH_MAX], lib_b[PATH_MAX + 16];
+	unsigned long pool = 0, share = 0;
+	struct file_info t0, t1, t2;
+	struct result first, r;
+	bool have_share;
+	__u64 one;
+	int ret;
+
+	if (geteuid())
+		SKIP(return, "not root: no other user to become");
+	if (!self->have)
+		SKIP(return, "the kernel does not count its file tables");
+	snprintf(dir, sizeof(dir), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(dir)) TH_LOG("tmpfs at %s: %s", dir, strerror(errno));
+	/* Reached by the other users. */
+	ASSERT_EQ(0, chmod(self->lc.tmp, 0755));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	ASSERT_EQ(0, own_copies(dir, "a", 17, USER_A));
+	ASSERT_EQ(0, own_copies(dir, "b", 1, USER_B));
+
+	/*
+	 * What one table takes: the second library's (the first walk also
+	 * has the tables of this program and its libraries built).
+	 */
+	ASSERT_EQ(0, walk_files_as(USER_A, dir, "a", 0, 1));
+	ASSERT_EQ(1, query_files(&t0));
+	ASSERT_EQ(0, walk_files_as(USER_A, dir, "a", 1, 2));
+	ASSERT_EQ(1, query_files(&t1));
+	one = t1.file_bytes - t0.file_bytes;
+	ASSERT_LT(0, one);
+
+	/* A's two tables are the only users' tables: room for 8 more. */
+	ASSERT_EQ(0, sysctl_set("unwind_user_file_bytes_user_max", 10 * one, &pool));
+	have_share = !sysctl_set("unwind_user_file_bytes_per_user", 5 * one, &share);
+	ret = walk_files_as(USER_A, dir, "a", 2, 17);
+	query_files(&t2);
+	printf("# one table %llu bytes; user A's 15 more libraries: %llu tables, %llu bytes more\n",
+	       (unsigned long long)one,
+	       (unsigned long long)(t2.file_tables - t0.file_tables),
+	       (unsigned long long)(t2.file_bytes - t0.file_bytes));
+	snprintf(lib_b, sizeof(lib_b), "%s/b0", dir);
+	if (!ret)
+		ret = lib_rounds_as(USER_B, lib_b, &first, &r);
+	sysctl_set("unwind_user_file_bytes_user_max", pool, NULL);
+	if (have_share)
+		sysctl_set("unwind_user_file_bytes_per_user", share, NULL);
+	umount2(dir, MNT_DETACH);
+	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d", first.status, r.status);
+	print_dl("user B's library", &r);
+	EXPECT_TRUE(have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(0u, r.lib_wrong);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+}
+
+/*
+ * One user maps more files root owns that are not ELF (empty files: any
+ * readable file can be mapped executable) than the machine keeps tables
+ * of, 64 at a time, while his own walks have the kernel look at them:
+ * each leaves a table that says the file has nothing. A library with its
+ * own section, mapped after by another process, must still be described:
+ * a table that describes nothing makes room for it. The limit is made
+ * 1,024 tables (kernel.unwind_user_file_tables_max) for the test to be
+ * short; a kernel without the sysctl holds 65,536, and the test maps
+ * 65,600 files there (4 minutes in the test guest).
+ */
+TEST_F_TIMEOUT(lib, user_fills_tables, 600)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct file_info t0, t1, t2;
+	unsigned long max = 0, files;
+	struct result first, r;
+	bool have_max;
+	double t_start;
+	unsigned int i;
+	int fd, ret;
+
+	if (geteuid())
+		SKIP(return, "not root: no other user to become");
+	have_max = !sysctl_set("unwind_user_file_tables_max", 1024, &max);
+	files = have_max ? 1100 : 65600;
+	snprintf(dir, sizeof(dir), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(dir)) TH_LOG("tmpfs at %s: %s", dir, strerror(errno));
+	/* Reached by the other users. */
+	ASSERT_EQ(0, chmod(self->lc.tmp, 0755));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	for (i = 0; i < files; i++) {
+		snprintf(path, sizeof(path), "%s/z%u", dir, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
+		close(fd);
+	}
+	ASSERT_EQ(0, own_copies(dir, "own", 1, 0));
+	ASSERT_EQ(self->have, query_files(&t0));
+	t_start = now_seconds();
+	ret = walk_files_as(USER_A, dir, "z", 0, files);
+	ASSERT_EQ(self->have, query_files(&t1));
+	printf("# %lu empty files walked by another user in %.1f s: described files %llu -> %llu\n",
+	       files, now_seconds() - t_start, (unsigned long long)t0.file_tables,
+	       (unsigned long long)t1.file_tables);
+	snprintf(path, sizeof(path), "%s/own0", dir);
+	if (!ret)
+		ret = lib_rounds_as(0, path, &first, &r);
+	query_files(&t2);
+	umount2(dir, MNT_DETACH);
+	if (have_max)
+		sysctl_set("unwind_user_file_tables_max", max, NULL);
+	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d", first.status, r.status);
+	print_dl("a library mapped after", &r);
+	if (self->have)
+		printf("# described files after it: %llu\n", (unsigned long long)t2.file_tables);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(0u, r.lib_wrong);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+}
+
+/*
  * What a test that had the agent attach the library its child maps
  * checks: the agent ran and attached it (@a), the tables that hold their
  * file were all @detached; the child's stacks through the library were
@@ -2677,7 +2959,7 @@ TEST_F_TIMEOUT(lib, agent_other_namespace, 180)
 	ASSERT_EQ(0, private_tmpfs(priv)) TH_LOG("tmpfs at %s: %s", priv, strerror(errno));
 	snprintf(other, sizeof(other), "%s/other.so", priv);
 	ASSERT_EQ(0, write_new(other, self->lc.elf, self->lc.elf_len));
-	ASSERT_EQ(0, child_start_in(&c, self->lc.path, other));
+	ASSERT_EQ(0, child_start_as(&c, self->lc.path, other, 0));
 	ASSERT_EQ(0, child_run(&c, 'd', 300, &first));
 	print_dl("no table", &first);
 
