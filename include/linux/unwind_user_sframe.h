@@ -57,6 +57,8 @@ ssize_t unwind_user_provider_take(char __user *buf, size_t len);
 bool unwind_user_provider_ready(void);
 unsigned long unwind_user_provider_gone(void);
 void unwind_user_provider_expire(void);
+bool unwind_user_files_sweep(void);
+void unwind_user_files_sweep_later(void);
 
 /* kernel/unwind_user/vdso.c: C glue of the vDSO's section. */
 void unwind_user_vdso_init(void);

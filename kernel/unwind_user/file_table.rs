@@ -32,8 +32,8 @@
 //! nothing maps the file and the inode cache lets it go. An agent's table
 //! holds the file it was attached with, as an open file descriptor would,
 //! until it is detached, or until the file changes or loses its last name
-//! and the agent attaches or detaches a table again
-//! ([`drop_stale_held`]); one attached to a file with no name left, or
+//! and the periodic sweep, or the agent's next attach or detach, finds it
+//! so ([`drop_stale_held`]); one attached to a file with no name left, or
 //! with `UNWIND_USER_FILE_F_NO_HOLD`, holds nothing, and goes with the
 //! inode. The tables' memory is charged to the memory
 //! cgroup of the task that built them, and bounded machine-wide by
@@ -657,6 +657,14 @@ pub(crate) fn provide() -> Result<i32> {
     Ok(fd)
 }
 
+/// The periodic sweep of the tables (`unwind_user_files_sweep()`): drops
+/// those that hold a file that changed or lost its last name
+/// ([`drop_stale_held`]); returns whether tables that hold a file remain.
+pub(crate) fn sweep() -> bool {
+    drop_stale_held();
+    NR_HELD.load(Relaxed) != 0
+}
+
 /// Removes the tables that hold their file (an agent's) whose file changed
 /// since, or lost its last name: a library a package manager replaced,
 /// which a process that maps it from now on reaches only by a descriptor
@@ -666,7 +674,8 @@ pub(crate) fn provide() -> Result<i32> {
 /// removes them while no address space maps the old file again
 /// ([`find`]), and they would hold it, its blocks, and their budget,
 /// until detached, which its path no longer can: the agent's next attach
-/// or detach (a package manager's trigger) sweeps them. Address spaces
+/// or detach (a package manager's trigger) sweeps them, and so does the
+/// periodic sweep ([`sweep`]) while tables hold files. Address spaces
 /// that attached them keep them.
 fn drop_stale_held() {
     if NR_HELD.load(Relaxed) == 0 {
@@ -848,6 +857,11 @@ fn count(table: &FileTable, added: bool) {
     }
     if table.holds_file() {
         update(&NR_HELD);
+        if added {
+            // SAFETY: Schedules a delayed work, in any context; no
+            // preconditions.
+            unsafe { bindings::unwind_user_files_sweep_later() };
+        }
     }
     // Not an answer that the file has nothing: that describes nothing.
     if table.agent && table.described.is_some() {

@@ -205,6 +205,32 @@ bool unwind_user_file_peek(struct file *file, void *buf, size_t len, loff_t pos)
 }
 
 /*
+ * A table an agent attached holds its file (file_table.rs): while tables
+ * do, they are looked at every UNWIND_USER_SWEEP_SECS, and those whose
+ * file changed or lost its last name (a library a package manager
+ * replaced) let it go, so that its blocks, its mount and its budget are
+ * not held until the agent happens to attach or detach again.
+ */
+#define UNWIND_USER_SWEEP_SECS	10
+
+static void unwind_user_files_sweep_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(unwind_user_files_sweep_work,
+			    unwind_user_files_sweep_fn);
+
+static void unwind_user_files_sweep_fn(struct work_struct *work)
+{
+	if (unwind_user_files_sweep())
+		unwind_user_files_sweep_later();
+}
+
+/* Schedules the sweep, unless it is already. Any context. */
+void unwind_user_files_sweep_later(void)
+{
+	schedule_delayed_work(&unwind_user_files_sweep_work,
+			      UNWIND_USER_SWEEP_SECS * HZ);
+}
+
+/*
  * The provider's descriptor (UNWIND_USER_FILE_PROVIDE): an anonymous file
  * whose reads take the queue of wanted files (provider.rs), and which
  * polls readable when the queue has something. The registration ends

@@ -125,6 +125,14 @@ pub extern "C" fn unwind_user_provider_gone() -> c_ulong {
     provider::unregister() as c_ulong
 }
 
+/// The periodic sweep of the file tables (`files.c`): drops the tables
+/// that hold a file that changed or lost its last name. Returns whether
+/// tables that hold a file remain, to be swept again later.
+#[export]
+pub extern "C" fn unwind_user_files_sweep() -> bool {
+    file_table::sweep()
+}
+
 /// The grace period after the provider went is over (`files.c`).
 #[export]
 pub extern "C" fn unwind_user_provider_expire() {
