@@ -45,7 +45,9 @@ void unwind_user_files_init(void);
 bool unwind_user_perfmon_capable(void);
 bool unwind_user_inode_open_for_write(const struct inode *inode);
 const struct inode *unwind_user_file_inode(const struct file *file);
-u64 unwind_user_inode_change_cookie(struct inode *inode);
+struct timespec64;
+void unwind_user_inode_times(struct inode *inode, struct timespec64 *mtime,
+			     struct timespec64 *ctime);
 void unwind_user_inode_mark_table(struct inode *inode);
 bool unwind_user_inode_users(const struct inode *inode);
 u32 unwind_user_payer(void);

@@ -24,8 +24,8 @@
 //!
 //! A table is keyed by the inode whose bytes it was built from (on
 //! overlayfs, the layer's that the mapping maps, not the overlay's, whose
-//! layer changes at copy-up) and stamped with the inode's size, mtime,
-//! ctime and change cookie when it was built: a file open for writing gets none,
+//! layer changes at copy-up) and stamped with the inode's size, mtime
+//! and ctime when it was built: a file open for writing gets none,
 //! and a table whose file changed since (rewritten in place, truncated) is
 //! dropped instead of attached. A table built from the file holds no
 //! reference to it: it goes when the inode is evicted ([`evict`]), once
@@ -67,7 +67,7 @@ use kernel::{
     alloc::{KVVec, KVec},
     bindings,
     error::code::{E2BIG, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
-    ffi::{c_int, c_ulong},
+    ffi::{c_int, c_long, c_ulong},
     fs::{File, LocalFile},
     global_lock,
     mm::{virt::VmaRef, MmWithUser},
@@ -116,17 +116,17 @@ pub(crate) fn usage() -> (u64, u64) {
     (NR_DESCRIBED.load(Relaxed), memory::bytes())
 }
 
-/// What identifies the contents of a file: its size, mtime and ctime, and
-/// its change cookie where the file system keeps one. Writing to,
-/// truncating or replacing the data of a file changes them; a write in
-/// the same tick of the coarse clock as the stamp changes only the
-/// cookie, which a file system that keeps none (9p, FUSE) cannot give.
+/// What identifies the contents of a file: its size, mtime and ctime.
+/// Writing to, truncating or replacing the data of a file changes them;
+/// a write in the same tick of the coarse clock as the stamp too, on a
+/// file system with multigrain timestamps, where reading the stamp flags
+/// the ctime as queried, as `stat()` does. (9p and FUSE take what their
+/// server says.)
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     size: i64,
-    mtime: (i64, u32),
-    ctime: (i64, u32),
-    cookie: u64,
+    mtime: (i64, c_long),
+    ctime: (i64, c_long),
 }
 
 impl Stamp {
@@ -136,31 +136,17 @@ impl Stamp {
     ///
     /// `inode` must be live for the call.
     unsafe fn of(inode: *const bindings::inode) -> Stamp {
-        // The high bits of `i_ctime_nsec` are flags of multigrain
-        // timestamps (`I_CTIME_QUERIED`), not time.
-        const NSEC: u32 = (1 << 30) - 1;
-        // SAFETY: `inode` is live (the caller's contract); querying its
-        // cookie sets a flag of its own (atomically), so that the next
-        // change moves it.
-        let cookie = unsafe { bindings::unwind_user_inode_change_cookie(inode.cast_mut()) };
-        // SAFETY: `inode` is live (the caller's contract); the fields are
-        // read as `i_size_read()` and `inode_get_mtime()` read them, racing
-        // with writers, which a changed stamp reports.
-        unsafe {
-            let rd = |p: *const i64| core::ptr::read_volatile(p);
-            let rd32 = |p: *const u32| core::ptr::read_volatile(p);
-            Stamp {
-                cookie,
-                size: rd(&raw const (*inode).i_size),
-                mtime: (
-                    rd(&raw const (*inode).i_mtime_sec),
-                    rd32(&raw const (*inode).i_mtime_nsec),
-                ),
-                ctime: (
-                    rd(&raw const (*inode).i_ctime_sec),
-                    rd32(&raw const (*inode).i_ctime_nsec) & NSEC,
-                ),
-            }
+        let mut mtime = bindings::timespec64::default();
+        let mut ctime = bindings::timespec64::default();
+        // SAFETY: `inode` is live (the caller's contract); flagging its
+        // ctime as queried is an atomic update of its own (no sleep, no
+        // lock), racing with writers, which a changed stamp reports.
+        unsafe { bindings::unwind_user_inode_times(inode.cast_mut(), &mut mtime, &mut ctime) };
+        Stamp {
+            // SAFETY: As above; read as `i_size_read()` reads it.
+            size: unsafe { core::ptr::read_volatile(&raw const (*inode).i_size) },
+            mtime: (mtime.tv_sec, mtime.tv_nsec),
+            ctime: (ctime.tv_sec, ctime.tv_nsec),
         }
     }
 }
@@ -221,7 +207,7 @@ pub(crate) struct FileTable {
     /// budget and [`max_user_tables()`].
     user: bool,
     /// The account of the user who had it built, for such a file: it
-    /// counts against his share of that part and [`max_tables_per_user()`].
+    /// counts against that user's share of that part and [`max_tables_per_user()`].
     payer: Option<Arc<Account>>,
     /// Attached by an agent (`UNWIND_USER_FILE_ATTACH`), not built from
     /// the file's own section.
@@ -286,8 +272,10 @@ impl FileTable {
     /// Is it a table that did not fit the budget, which now has room for
     /// it? Then it is built again.
     fn retry(&self) -> bool {
-        self.over_budget != 0
-            && memory::room_for(self.over_budget, self.user, self.payer.as_deref())
+        // Not the payer's share: another user's walk builds it again, at
+        // that user's expense (a table of another's file that one user could
+        // not pay for is not to keep it from the others).
+        self.over_budget != 0 && memory::room_for(self.over_budget, self.user, None)
     }
 
     /// May it go to make room for another ([`insert`])? A table that
@@ -444,16 +432,17 @@ struct Origin {
 
 impl Origin {
     /// The origin of a table of `file` that the current task has built
-    /// (`agent`: attaches): a user's file's is paid for by the user the
-    /// task runs for, or by `payer` if given.
-    fn of(file: &LocalFile, agent: bool, payer: Option<Arc<Account>>) -> Result<Origin> {
+    /// (`agent`: attaches): a user's file's is paid for by the user a walk
+    /// runs for; an agent's from the users' part alone (the provider
+    /// chooses which users' files it answers: `UNWIND_USER_WANT_F_USER`).
+    fn of(file: &LocalFile, agent: bool) -> Result<Origin> {
         let inode = inode_of(file);
         // SAFETY: `file` keeps its inode live.
         let user = unsafe { bindings::unwind_user_inode_users(inode) };
-        let payer = match payer {
-            Some(p) => Some(p),
-            None if user && !agent => memory::payer()?,
-            None => None,
+        let payer = if user && !agent {
+            memory::payer()?
+        } else {
+            None
         };
         Ok(Origin {
             inode,
@@ -555,7 +544,7 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
             return Err(EINVAL);
         }
         let file = regular_file(u.fd)?;
-        let origin = Origin::of(&file, true, asked_payer(inode_of(&file)))?;
+        let origin = Origin::of(&file, true)?;
         let inode = origin.inode as usize;
         let old = insert(nothing_table(origin)?, true)?;
         provider::answered(inode);
@@ -574,9 +563,8 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
     let inode = inode_of(&file);
     // A file any user may have made (a memfd, a user's program the agent
     // found mapped) counts against the users' part of the budget, as a
-    // table built from its own section does; against the share of the user
-    // whose walk asked the provider for it, if one did.
-    let origin = Origin::of(&file, true, asked_payer(inode))?;
+    // table built from its own section does.
+    let origin = Origin::of(&file, true)?;
     let build = |o: &Origin| {
         let text = text_segment(&file)?;
         let len = usize::try_from(u.sframe_size).map_err(|_| E2BIG)?;
@@ -590,37 +578,52 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         }
     };
     // Unless asked to, or for a file with no name left (still mapped by
-    // processes started before it was replaced), the table holds the
-    // file; else it goes when the inode is evicted (once nothing maps or
-    // holds the file open, when the inode cache lets it go), as a table
-    // built from the file's own section does.
-    // SAFETY: `file` keeps its inode live.
-    let held = if u.flags & no_hold != 0 || unsafe { unlinked(inode) } {
+    // processes started before it was replaced), or of a stacking file
+    // system (overlayfs: the table is of the layer below, and after a
+    // copy-up the overlay file's path leads to another inode, so that the
+    // held file would never be found stale by [`drop_stale_held`]), the
+    // table holds the file; else it goes when the inode is evicted (once
+    // nothing maps or holds the file open, when the inode cache lets it
+    // go), as a table built from the file's own section does.
+    // SAFETY: `file` keeps its inodes live.
+    let stacked = unsafe { (*file.as_ptr()).f_inode } != inode.cast_mut();
+    // SAFETY: As above.
+    let held = if u.flags & no_hold != 0 || stacked || unsafe { unlinked(inode) } {
         None
     } else {
         // SAFETY: `fget()` in this system call; prctl() takes no
         // `fdget_pos()`.
         Some(unsafe { LocalFile::assume_no_fdget_pos(file.clone()) })
     };
-    let table = build_table(origin, held, build)?;
-    // Copied up meanwhile (overlayfs): what was read may be the upper
-    // layer's, which is another inode.
-    if inode_of(&file) != inode {
-        return Err(ETXTBSY);
-    }
-    let old = insert(table, true)?;
+    let attached = build_table(origin, held, build).and_then(|table| {
+        // Copied up meanwhile (overlayfs): what was read may be the upper
+        // layer's, which is another inode.
+        if inode_of(&file) != inode {
+            return Err(ETXTBSY);
+        }
+        insert(table, true)
+    });
     provider::answered(inode as usize);
-    // Dropped out of the lock: `fput()` of the last reference.
-    drop(old);
-    Ok(())
+    match attached {
+        // Dropped out of the lock: `fput()` of the last reference.
+        Ok(old) => {
+            drop(old);
+            Ok(())
+        }
+        Err(e) => {
+            give_up_waiting(inode);
+            Err(e)
+        }
+    }
 }
 
-/// Who pays for the table of the file whose inode is `inode`, if its
-/// current table was asked of the provider: the user whose walk asked.
-fn asked_payer(inode: *const bindings::inode) -> Option<Arc<Account>> {
-    find(inode)
-        .filter(|t| t.asked())
-        .and_then(|t| t.payer.clone())
+/// The provider's answer for the file whose inode is `inode` failed: walks
+/// that meet its code do not wait for it any more (the provider may
+/// attach it again).
+fn give_up_waiting(inode: *const bindings::inode) {
+    if let Some(t) = find(inode).filter(|t| t.waiting()) {
+        t.asked_ms.store(provider::GAVE_UP, Relaxed);
+    }
 }
 
 /// `UNWIND_USER_FILE_PROVIDE`: makes the caller the machine's provider of
@@ -713,7 +716,7 @@ fn drop_stale_held() {
 /// has room). `Err` for what may not last (no memory, a read error, a
 /// fatal signal, a file open for writing): that is not remembered.
 fn build_own(file: &File) -> Result<Arc<FileTable>> {
-    build_table(Origin::of(file, false, None)?, None, |o| {
+    build_table(Origin::of(file, false)?, None, |o| {
         let layout = match elf::layout(|buf, pos| read_at(file, buf, pos)) {
             Ok(l) => l,
             Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
@@ -954,7 +957,7 @@ fn insert(table: Arc<FileTable>, replace: bool) -> Result<Option<Arc<FileTable>>
             Err(i) => i,
         };
         if files.len() < files.capacity() {
-            let agents = replace && NR_EVICTED.load(Relaxed) != 0;
+            let agents = replace && NR_EVICTED.load(Relaxed) != 0 && table.described.is_some();
             files.insert_within_capacity(i, table).map_err(|_| EINVAL)?;
             if let Some(t) = files.get(i) {
                 count(t, true);
@@ -1007,7 +1010,7 @@ pub(crate) fn detach(fd: i32) -> Result {
     // Address spaces that map the file without the agent's table (it did
     // not fit their mapping, or the budget) may attach its own now. Only
     // here: a table removed because its file changed (`find()`) must not
-    // let any user that can rewrite a file of his own empty every
+    // let any user that can rewrite a file of their own empty every
     // address space's rule cache on the machine.
     advance_files_gen();
     drop(old);
@@ -1416,7 +1419,6 @@ mod tests {
                         size: 0,
                         mtime: (0, 0),
                         ctime: (0, 0),
-                        cookie: 0,
                     },
                     described: None,
                     over_budget: n,
@@ -1476,7 +1478,6 @@ mod tests {
                         size: 0,
                         mtime: (0, 0),
                         ctime: (0, 0),
-                        cookie: 0,
                     },
                     over_budget: if described.is_some() { 0 } else { 100 },
                     described,

@@ -12,8 +12,8 @@
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/init.h>
-#include <linux/iversion.h>
 #include <linux/pagemap.h>
+#include <linux/stat.h>
 #include <linux/poll.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
@@ -31,7 +31,7 @@ unsigned long unwind_user_file_bytes_max = 64UL << 20;
 /*
  * kernel.unwind_user_file_bytes_user_max: the part of it that tables built
  * from files root does not own may take. Any user can have the kernel
- * build one (a program of his own, mapped and profiled); the rest of the
+ * build one (a program of their own, mapped and profiled); the rest of the
  * budget stays for the system's own programs and libraries.
  */
 unsigned long unwind_user_file_bytes_user_max = 16UL << 20;
@@ -118,13 +118,27 @@ const struct inode *unwind_user_file_inode(const struct file *file)
 }
 
 /*
- * The change cookie of @inode (STATX_CHANGE_COOKIE's), queried so that
- * the next change of its data or metadata gives another; 0 on a file
- * system that keeps none, where the size and times stamp it alone.
+ * The mtime and ctime of @inode, as stat() reads them: on a file system
+ * with multigrain timestamps (ext4, XFS, Btrfs, tmpfs), the ctime is
+ * flagged as queried, so that the next change of the file records a
+ * distinct one, even in the same tick of the coarse clock. (Not the
+ * change cookie, which XFS also moves at an atime update: a read of the
+ * file would make its table stale.) No sleep, no lock. C: the inode's
+ * timestamps have no Rust abstraction.
  */
-u64 unwind_user_inode_change_cookie(struct inode *inode)
+void unwind_user_inode_times(struct inode *inode, struct timespec64 *mtime,
+			     struct timespec64 *ctime)
 {
-	return IS_I_VERSION(inode) ? inode_query_iversion(inode) : 0;
+	struct kstat stat;
+
+	if (is_mgtime(inode)) {
+		fill_mg_cmtime(&stat, STATX_CTIME | STATX_MTIME, inode);
+		*mtime = stat.mtime;
+		*ctime = stat.ctime;
+	} else {
+		*mtime = inode_get_mtime(inode);
+		*ctime = inode_get_ctime(inode);
+	}
 }
 
 /*

@@ -61,13 +61,13 @@ fn per_user_budget() -> u64 {
 }
 
 /// The account of one user for the tables of files any user may have made
-/// that his tasks had the kernel build: their bytes, within
+/// that their tasks had the kernel build: their bytes, within
 /// `kernel.unwind_user_file_bytes_per_user`, and their number, within
 /// `file_table.rs`'s limit, so that no user takes the users' part of the
 /// budget from the others. A user is one of the initial user namespace:
 /// the users of a user namespace are its creator's, as `ucounts` counts
 /// them, so that the many ids of a container are one account. Root has
-/// none: his tables take from the users' part only.
+/// none: root's tables take from the users' part only.
 pub(crate) struct Account {
     uid: u32,
     bytes: Atomic<u64>,
@@ -77,7 +77,7 @@ pub(crate) struct Account {
 }
 
 /// Most users with an account: one each, never freed (a few dozen bytes
-/// a user who ever had a table built); a user past them has his tables
+/// a user who ever had a table built); a user past them has their tables
 /// refused.
 const MAX_ACCOUNTS: usize = 4096;
 

@@ -92,7 +92,7 @@ global_lock! {
 }
 
 /// Most of the queue files any user may have made may take: a user who
-/// maps a thousand files of his own and profiles them does not keep the
+/// maps a thousand files of their own and profiles them does not keep the
 /// system's files from being asked for.
 const MAX_USER_WANTS: usize = MAX_WANTS / 4;
 
@@ -168,9 +168,16 @@ fn now_ms() -> u64 {
     now_ns() / 1_000_000
 }
 
+/// What a table's `asked_ms` holds once the provider's answer for it
+/// failed: asked, and waited for no more.
+pub(crate) const GAVE_UP: u64 = u64::MAX;
+
 /// Is a table asked for at `asked_ms` (0: never) still waited for?
 pub(crate) fn waiting(asked_ms: u64) -> bool {
-    asked_ms != 0 && accepting() && now_ms().wrapping_sub(asked_ms) < ANSWER_MS
+    asked_ms != 0
+        && asked_ms != GAVE_UP
+        && accepting()
+        && now_ms().wrapping_sub(asked_ms) < ANSWER_MS
 }
 
 /// The registration state before [`register`], for [`unregister_failed`].
