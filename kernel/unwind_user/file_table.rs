@@ -329,7 +329,7 @@ fn text_segment(file: &LocalFile) -> Result<Segment> {
 
 /// May the caller attach and detach tables: `CAP_PERFMON` or
 /// `CAP_SYS_ADMIN`, as for system-wide perf events.
-fn privileged() -> Result {
+pub(crate) fn privileged() -> Result {
     // SAFETY: Checks the current task's credentials; no preconditions.
     if unsafe { bindings::unwind_user_perfmon_capable() } {
         Ok(())
@@ -1280,7 +1280,8 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64, pc:
         let built = build_own(&file).inspect(|t| asked |= t.askable() && ask(t, &file));
         // Not inserted because a table appeared meanwhile: that one.
         if built.and_then(|t| insert(t, false)).is_err() {
-            // Not remembered (out of memory): the next walk tries again.
+            // Given up here; unless remembering it failed (out of
+            // memory), and then the next walk tries again.
             let _ = given_up.push(inode_of(&file), GFP_KERNEL);
         }
         drop(file);

@@ -77,9 +77,10 @@ pub(crate) struct Account {
 }
 
 /// Most users with an account: one each, never freed (a few dozen bytes
-/// a user who ever had a table built); a user past them has their tables
-/// refused.
-const MAX_ACCOUNTS: usize = 4096;
+/// a user who ever had a table built: 3 MiB at most); a user past them
+/// has their tables refused. Above the 4,336 ids systemd gives its
+/// dynamic users (a container's ids are its creator's account).
+const MAX_ACCOUNTS: usize = 1 << 16;
 
 global_lock! {
     // SAFETY: `init()` initialises it, at core_initcall time, before any

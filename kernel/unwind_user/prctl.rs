@@ -122,8 +122,14 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
     if !(INFO_SIZE_VER0..=kernel::page::PAGE_SIZE).contains(&size) {
         return Err(EINVAL);
     }
-    let (file_tables, file_bytes) = file_table::usage();
-    let (files_wanted, wants_dropped) = provider::counts();
+    // Machine-wide: what other users run shows in them (a table more when
+    // a program starts), so only to those who may profile the machine.
+    let ((file_tables, file_bytes), (files_wanted, wants_dropped)) =
+        if file_table::privileged().is_ok() {
+            (file_table::usage(), provider::counts())
+        } else {
+            ((0, 0), (0, 0))
+        };
     let info = mm::with_current(|mm| {
         let Some(r) = SframeMm::of(mm) else {
             return Ok(bindings::unwind_user_info {

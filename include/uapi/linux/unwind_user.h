@@ -212,6 +212,9 @@ struct unwind_user_file_want {
  * @wants_dropped:  files not asked for because the provider's queue was
  *                  full, machine-wide
  *
+ * The machine-wide counts are 0 unless the caller has CAP_PERFMON or
+ * CAP_SYS_ADMIN: what other users run shows in them.
+ *
  * The kernel writes min(size, sizeof(struct unwind_user_info)) bytes; size
  * must be at least UNWIND_USER_INFO_SIZE_VER0.
  */

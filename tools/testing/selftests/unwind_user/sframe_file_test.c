@@ -2141,6 +2141,8 @@ enum {
 	DETACH_NOT_EPERM,
 	PERFMON_DETACH,
 	PERFMON_ATTACH,
+	QUERY_SHOWS_TABLES,
+	PERFMON_QUERY,
 };
 
 /* This process as uid and gid 65534, with capabilities @caps_lo, @caps_hi. */
@@ -2173,11 +2175,13 @@ static int drop_to_nobody(uint32_t caps_hi)
 
 /*
  * Another user can neither attach nor detach (EPERM), not even a table
- * root attached; CAP_PERFMON alone is enough.
+ * root attached, nor count the machine's tables (UNWIND_USER_QUERY gives
+ * 0); CAP_PERFMON alone is enough for all three.
  */
 TEST_F(lib, unprivileged)
 {
 	const struct unwind_user_file f = file_of(&self->lc);
+	struct file_info fi;
 	int status;
 	pid_t pid;
 
@@ -2195,6 +2199,9 @@ TEST_F(lib, unprivileged)
 			_exit(ATTACH_NOT_EPERM);
 		if (file_detach(f.fd) != -EPERM)
 			_exit(DETACH_NOT_EPERM);
+		/* What other users run is not another user's to count. */
+		if (self->have && (query_files(&fi) != 1 || fi.file_tables || fi.file_bytes))
+			_exit(QUERY_SHOWS_TABLES);
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
@@ -2211,6 +2218,8 @@ TEST_F(lib, unprivileged)
 			_exit(PERFMON_DETACH);
 		if (file_attach(&f))
 			_exit(PERFMON_ATTACH);
+		if (self->have && (query_files(&fi) != 1 || !fi.file_tables))
+			_exit(PERFMON_QUERY);
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
