@@ -1151,8 +1151,11 @@ fn attach_tables(
             (Attach::None, true)
         };
     }
+    let mut batch = match KVec::with_capacity(found.len(), GFP_KERNEL) {
+        Ok(b) => b,
+        Err(_) => return (Attach::Later, false),
+    };
     let added = mm::with_locked(mm, |l| {
-        let mut added = false;
         for c in &found {
             // The same mapping of the same file as when the candidates were
             // found, and still its current, unchanged table: the same
@@ -1168,15 +1171,14 @@ fn attach_tables(
             let Some((_, fdes)) = c.table.section_in(&c.mapping) else {
                 continue;
             };
-            match vdso::registry_or_create(l)?.add(c.section, fdes.clone()) {
-                Ok(()) => added = true,
-                // Another registration there, or the address space's
-                // limits.
-                Err(e) if e == EEXIST || e == ENOSPC => {}
-                Err(_) => later = true,
-            }
+            // Cannot fail: room for every candidate.
+            batch
+                .push_within_capacity((c.section, fdes.clone()))
+                .map_err(|_| ENOMEM)?;
         }
-        Ok(added)
+        // One new registry table for them all. Those left out overlap
+        // another registration or pass the address space's limits.
+        Ok(!batch.is_empty() && vdso::registry_or_create(l)?.add_all(&mut batch)? != 0)
     });
     match added {
         Ok(_) if later => (Attach::Later, false),

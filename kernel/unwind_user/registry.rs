@@ -123,29 +123,24 @@ struct Table {
 
 impl Table {
     /// Builds a table from live entries of `old` (if any) that `keep` accepts,
-    /// plus `add`. Fails with `ENOMEM` only.
+    /// plus `add`, in text order. Fails with `ENOMEM` only.
     fn rebuild(
         old: Option<&Table>,
         keep: impl Fn(&Section) -> bool,
-        add: Option<Entry>,
+        add: impl IntoIterator<Item = Entry>,
     ) -> Result<KBox<Table>> {
         let mut entries = KVVec::new();
-        let mut add = add;
+        let mut add = add.into_iter().peekable();
         for e in old.map(|t| t.entries.as_slice()).unwrap_or(&[]) {
             if e.dead.load(Relaxed) || !keep(&e.section) {
                 continue;
             }
-            if add
-                .as_ref()
-                .is_some_and(|a| a.section.text_start < e.section.text_start)
-            {
-                if let Some(a) = add.take() {
-                    entries.push(a, gfp())?;
-                }
+            while let Some(a) = add.next_if(|a| a.section.text_start < e.section.text_start) {
+                entries.push(a, gfp())?;
             }
             entries.push(e.copy(), gfp())?;
         }
-        if let Some(a) = add {
+        for a in add {
             entries.push(a, gfp())?;
         }
         Ok(KBox::new(
@@ -658,6 +653,48 @@ impl<'a> RegistryWriter<'a> {
         Ok(())
     }
 
+    /// Registers those of `new` that fit, as [`add`](Self::add) would one
+    /// by one, leaving out one that overlaps another or would pass the
+    /// limits, but publishing one new table: attaching the tables of an
+    /// address space's files registers up to every file it maps, and one
+    /// table a registration would copy the table, empty the rule cache
+    /// and leave an old table to RCU that many times. Returns how many it
+    /// registered; fails with `ENOMEM` only, registering none.
+    pub(crate) fn add_all(&mut self, new: &mut [(Section, Arc<SectionTable>)]) -> Result<usize> {
+        new.sort_unstable_by_key(|(s, _)| s.text_start);
+        let old = self.table();
+        let live = || old.into_iter().flat_map(Table::live);
+        let own = |s: &Section, f: &SectionTable| if s.in_kernel { 0 } else { f.bytes() };
+        let mut bytes = live()
+            .map(|e| own(&e.section, &e.fdes))
+            .fold(0, usize::saturating_add);
+        let mut counted = live().filter(|e| !e.fdes.is_kernel_code()).count();
+        let mut added: KVec<Entry> = KVec::with_capacity(new.len(), gfp())?;
+        for (s, fdes) in new.iter() {
+            let b = bytes.saturating_add(own(s, fdes));
+            let overlaps = |t: &Section| t.overlaps(s.text_start, s.text_end);
+            if counted >= MAX_SECTIONS
+                || b > MAX_FDE_BYTES
+                || live().any(|e| overlaps(&e.section))
+                || added.iter().any(|e| overlaps(&e.section))
+            {
+                continue;
+            }
+            let id = self.next_id.fetch_add(1, Relaxed);
+            // Cannot fail: room for all of `new` was reserved above.
+            added
+                .push_within_capacity(Entry::new(*s, id, fdes.clone()))
+                .map_err(|_| ENOMEM)?;
+            bytes = b;
+            counted += 1;
+        }
+        let n = added.len();
+        if n != 0 {
+            self.publish(Table::rebuild(old, |_| true, added)?);
+        }
+        Ok(n)
+    }
+
     /// Removes the registration whose text starts at `text_start`.
     pub(crate) fn remove(&mut self, text_start: usize) -> Result {
         let old = self.table().ok_or(ENOENT)?;
@@ -832,6 +869,36 @@ mod tests {
         assert_eq!(mm.remove(0x2000), Err(ENOENT));
         assert_eq!(at(&mm, 0x2000), None);
         assert_eq!(mm.len(), 3);
+        Ok(())
+    }
+
+    #[test]
+    fn add_all_registers_what_fits_in_one_table() -> Result {
+        let mut mm = SframeMm::new()?;
+        let mut mm = mm.exclusive();
+        mm.add(sec(0x3000, 0x1000), none()?)?;
+        let gen = mm.gen();
+        let mut new = KVec::new();
+        // Out of order; one overlapping the registration, one overlapping
+        // another of the batch (the first in text order stays).
+        for (start, len) in [
+            (0x5000, 0x100),
+            (0x1000, 0x1000),
+            (0x3800, 0x10),
+            (0x1800, 0x10),
+        ] {
+            new.push((sec(start, len), none()?), GFP_KERNEL)?;
+        }
+        assert_eq!(mm.add_all(&mut new)?, 2);
+        // One table published: the generation moved once.
+        assert_eq!(mm.gen(), gen + 2);
+        assert_eq!(mm.len(), 3);
+        assert_eq!(at(&mm, 0x1800), Some(sec(0x1000, 0x1000)));
+        assert_eq!(at(&mm, 0x3800), Some(sec(0x3000, 0x1000)));
+        assert_eq!(at(&mm, 0x5000), Some(sec(0x5000, 0x100)));
+        // Nothing that fits: nothing published.
+        assert_eq!(mm.add_all(&mut new)?, 0);
+        assert_eq!(mm.gen(), gen + 2);
         Ok(())
     }
 
