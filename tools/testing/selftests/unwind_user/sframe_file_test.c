@@ -2699,19 +2699,18 @@ static int sysctl_set(const char *name, unsigned long val, unsigned long *old)
 }
 
 /*
- * A child of @uid mapping @lib, stacks through it in two rounds: user
- * space's own samples, deferred (an unprivileged user may not sample the
- * kernel in the test guest).
+ * A child of @uid (0: this one's) mapping @lib, stacks through it in two
+ * rounds of workload @op: a first, then the one measured.
  */
-static int lib_rounds_as(uid_t uid, const char *lib, struct result *first,
-			 struct result *r)
+static int lib_rounds_op(uid_t uid, char op, const char *lib,
+			 struct result *first, struct result *r)
 {
 	struct child c;
 	int status, ret;
 
 	if (child_start_as(&c, lib, NULL, uid))
 		return -1;
-	ret = child_run(&c, 'u', 300, first) || child_run(&c, 'u', 500, r) ? -1 : 0;
+	ret = child_run(&c, op, 300, first) || child_run(&c, op, 500, r) ? -1 : 0;
 	status = child_stop(&c);
 	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
 		printf("# child status %#x\n", status);
@@ -2799,7 +2798,8 @@ TEST_F_TIMEOUT(lib, user_budget_shared, 180)
 	       (unsigned long long)(t2.file_bytes - t0.file_bytes));
 	snprintf(lib_b, sizeof(lib_b), "%s/b0", dir);
 	if (!ret)
-		ret = lib_rounds_as(USER_B, lib_b, &first, &r);
+		/* Its own samples: the test guest lets no user sample the kernel. */
+		ret = lib_rounds_op(USER_B, 'u', lib_b, &first, &r);
 	sysctl_set("unwind_user_file_bytes_user_max", pool, NULL);
 	if (have_share)
 		sysctl_set("unwind_user_file_bytes_per_user", share, NULL);
@@ -2862,7 +2862,7 @@ TEST_F_TIMEOUT(lib, user_fills_tables, 600)
 	       (unsigned long long)t1.file_tables);
 	snprintf(path, sizeof(path), "%s/own0", dir);
 	if (!ret)
-		ret = lib_rounds_as(0, path, &first, &r);
+		ret = lib_rounds_op(0, 'u', path, &first, &r);
 	query_files(&t2);
 	umount2(dir, MNT_DETACH);
 	if (have_max)
@@ -3140,18 +3140,7 @@ static int change_file(enum change how, const char *path, const char *tmp,
 /* One child's rounds with the library: a first, then the one measured. */
 static int lib_rounds(const char *lib, struct result *first, struct result *r)
 {
-	struct child c;
-	int status, ret;
-
-	if (child_start(&c, lib))
-		return -1;
-	ret = child_run(&c, 'd', 300, first) || child_run(&c, 'd', 500, r) ? -1 : 0;
-	status = child_stop(&c);
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		printf("# child status %#x\n", status);
-		ret = -1;
-	}
-	return ret;
+	return lib_rounds_op(0, 'd', lib, first, r);
 }
 
 TEST_F_TIMEOUT(stale, not_used, 120)
