@@ -159,6 +159,15 @@ void unwind_user_inode_mark_table(struct inode *inode)
 }
 
 /*
+ * cond_resched(), for the validation of a large section: a macro that
+ * bindgen cannot call.
+ */
+void unwind_user_cond_resched(void)
+{
+	cond_resched();
+}
+
+/*
  * Is @inode's file one any user may have made, whose table takes from the
  * users' part of the budget? Not owned by root, or on a file system whose
  * owner a user is (a FUSE server says what the owner is; a user

@@ -16,7 +16,7 @@ use crate::{
 use kernel::{
     alloc::{AllocError, KVVec},
     bindings,
-    error::code::{EFAULT, ENOMEM, ENOSPC, ERANGE},
+    error::code::{EFAULT, EINTR, ENOSPC, ERANGE},
     ffi::c_int,
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
@@ -102,12 +102,34 @@ struct Keep {
     outside: bool,
 }
 
+/// Every how many FDEs a validation lets other tasks run and stops for a
+/// fatal signal: a 64 MiB section holds millions.
+const PAUSE_EVERY: u32 = 4096;
+
+/// Lets other tasks run; `EINTR` if the current task is being killed.
+/// Validation runs in task context, with no lock held.
+fn pause() -> Result {
+    // SAFETY: Task context with no lock held (validation's callers: the
+    // prctl operations, a walk that may sleep building a file's table,
+    // the vDSO's initcall).
+    unsafe { bindings::unwind_user_cond_resched() };
+    // SAFETY: The current task is live.
+    if unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) } != 0 {
+        return Err(EINTR);
+    }
+    Ok(())
+}
+
 impl sframe::Visitor for Keep {
-    /// Not the section's fault: an allocation failed.
-    type Error = AllocError;
+    /// Not the section's fault: an allocation failed (`ENOMEM`), or the
+    /// task is being killed (`EINTR`).
+    type Error = Error;
     const MARK_EVERY: u32 = FRE_MARK_EVERY;
 
-    fn fde(&mut self, _: u32, fde: &sframe::Fde) -> Result<(), AllocError> {
+    fn fde(&mut self, index: u32, fde: &sframe::Fde) -> Result {
+        if index % PAUSE_EVERY == PAUSE_EVERY - 1 {
+            pause()?;
+        }
         match fde.pack(self.text_start) {
             Some(p) if p.end() <= self.text_len => self.packed.push(p, memory::gfp())?,
             _ => self.outside = true,
@@ -120,11 +142,11 @@ impl sframe::Visitor for Keep {
         Ok(())
     }
 
-    fn mark(&mut self, fde: u32, mark: sframe::FreMark) -> Result<(), AllocError> {
-        self.marks.push(FreMark { fde, mark }, memory::gfp())
+    fn mark(&mut self, fde: u32, mark: sframe::FreMark) -> Result {
+        Ok(self.marks.push(FreMark { fde, mark }, memory::gfp())?)
     }
 
-    fn row(&mut self, _: u32, start: u32, row: &sframe::Row) -> Result<(), AllocError> {
+    fn row(&mut self, _: u32, start: u32, row: &sframe::Row) -> Result {
         if let Some(rows) = &mut self.rows {
             let p = sframe::PackedRow::pack(&self.header, start, row);
             rows.undecoded |= !p.is_decoded();
@@ -239,7 +261,7 @@ fn validate_keeping(
     };
     match sec.validate_with(&mut keep) {
         Ok(()) => {}
-        Err(Stopped::Visitor(AllocError)) => return Err(ENOMEM),
+        Err(Stopped::Visitor(e)) => return Err(e),
         Err(Stopped::Invalid(e)) => {
             // FDEs out of address order in a section that does not claim to
             // be sorted (ld.lld with several text sections) are valid SFrame
