@@ -49,6 +49,7 @@ struct timespec64;
 void unwind_user_inode_times(struct inode *inode, struct timespec64 *mtime,
 			     struct timespec64 *ctime);
 void unwind_user_inode_mark_table(struct inode *inode);
+bool unwind_user_inode_marked(const struct inode *inode);
 void unwind_user_cond_resched(void);
 bool unwind_user_inode_users(const struct inode *inode);
 u32 unwind_user_payer(void);

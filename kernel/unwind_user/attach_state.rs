@@ -13,6 +13,9 @@
 //! and meets code no registration covers attaches the tables and settles
 //! the address space (`file_table::attach_mapped()`). A walk at NMI time
 //! only reads it, lock-free.
+//!
+//! An address space with no registry keeps its state in one word instead
+//! ([`Bare`]), which a registry takes over when it is made.
 
 use kernel::{
     prelude::*,
@@ -49,6 +52,80 @@ pub(crate) struct Unsettled {
 /// attaches between two walks of one process.
 fn settled_word(files_gen: u64, unsettled: u32) -> u64 {
     1 << 63 | (files_gen & 0x7fff_ffff) << 32 | u64::from(unsettled)
+}
+
+/// The attach state of an address space that has no registry, in the one
+/// word `mm->sframe` holds then: exec records it at the program's first
+/// executable mapping instead of allocating a registry, so that a process
+/// nobody unwinds costs that word and nothing else. Bit 0 is set (no
+/// registry's address has it); bit 1: a mapping is unsettled; bit 2: one a
+/// table may describe once attached; bits 3 to 10: how many walks at NMI
+/// or IRQ time ended to ask for tables (at most 255), for the registry's
+/// counters once it exists; above: the generation of the file tables it
+/// was settled in (its low 53 bits).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Bare(u64);
+
+const BARE: u64 = 1;
+const BARE_UNSETTLED: u64 = 2;
+const BARE_TABLES: u64 = 4;
+const BARE_ASKS_SHIFT: u32 = 3;
+const BARE_ASKS: u64 = 0xff << BARE_ASKS_SHIFT;
+const BARE_GEN_SHIFT: u32 = 11;
+
+impl Bare {
+    /// The state of an address space whose mappings are settled in
+    /// generation `files_gen` of the file tables.
+    pub(crate) fn settled(files_gen: u64) -> Self {
+        Bare(files_gen << BARE_GEN_SHIFT | BARE)
+    }
+
+    /// The state `word` (of `mm->sframe`) holds, if it holds one rather
+    /// than a registry's address or nothing.
+    pub(crate) fn of_word(word: u64) -> Option<Self> {
+        (word & BARE != 0).then_some(Bare(word))
+    }
+
+    /// The word for `mm->sframe`: never 0, bit 0 set.
+    pub(crate) fn word(self) -> u64 {
+        self.0
+    }
+
+    /// The generation of the file tables it was settled in (its low bits).
+    fn files_gen(self) -> u64 {
+        self.0 >> BARE_GEN_SHIFT
+    }
+
+    /// With one more executable file mapping that is not settled, which a
+    /// table may describe once attached if `tables`.
+    pub(crate) fn mapping_unsettled(self, tables: bool) -> Self {
+        Bare(self.0 | BARE_UNSETTLED | if tables { BARE_TABLES } else { 0 })
+    }
+
+    /// With one more walk that ended to ask for tables counted.
+    pub(crate) fn asked(self) -> Self {
+        if self.0 & BARE_ASKS == BARE_ASKS {
+            return self;
+        }
+        Bare(self.0 + (1 << BARE_ASKS_SHIFT))
+    }
+
+    /// How many walks ended to ask for tables.
+    pub(crate) fn asks(self) -> u64 {
+        (self.0 & BARE_ASKS) >> BARE_ASKS_SHIFT
+    }
+
+    /// Is the address space settled in generation `files_gen`?
+    pub(crate) fn is_settled(self, files_gen: u64) -> bool {
+        self.0 & BARE_UNSETTLED == 0
+            && self.files_gen() == files_gen << BARE_GEN_SHIFT >> BARE_GEN_SHIFT
+    }
+
+    /// Was a mapping left unsettled that a table may describe once
+    /// attached? As [`AttachState::tables_pending`].
+    pub(crate) fn tables_pending(self) -> bool {
+        self.0 & BARE_TABLES != 0
+    }
 }
 
 /// The attach state of one address space. Its counts are written under
@@ -143,6 +220,15 @@ impl AttachState {
         }
     }
 
+    /// Takes `bare`, the state of the address space before it had a
+    /// registry (a new registry's).
+    pub(crate) fn take_bare(&self, bare: Bare) {
+        self.set_settled(bare.files_gen(), self.unsettled());
+        if bare.0 & BARE_UNSETTLED != 0 {
+            self.mapping_unsettled(bare.tables_pending());
+        }
+    }
+
     /// Takes the state of `src`, the registry of the address space a child
     /// was forked from: the child maps what the parent did, or less.
     pub(crate) fn copy_from(&self, src: &AttachState) {
@@ -192,5 +278,35 @@ mod tests {
         s.set_settled(3, s.unsettled());
         child.set_settled(3, child.unsettled());
         assert!(child.is_settled(3));
+    }
+
+    #[test]
+    fn bare_state() {
+        let b = Bare::settled(5);
+        assert!(Bare::of_word(b.word()) == Some(b) && b.word() & 1 == 1);
+        // A registry's address is not a state.
+        assert!(Bare::of_word(0x1000).is_none());
+        assert!(b.is_settled(5) && !b.is_settled(6) && !b.tables_pending());
+        // Generations compare by their low 53 bits.
+        assert!(Bare::settled(u64::MAX).is_settled(u64::MAX));
+        let only_agents = b.mapping_unsettled(false);
+        assert!(!only_agents.is_settled(5) && !only_agents.tables_pending());
+        let tables = only_agents.mapping_unsettled(true);
+        assert!(!tables.is_settled(5) && tables.tables_pending());
+        // Walks that asked, counted up to 255, the rest kept.
+        let asked = (0..300).fold(tables, |b, _| b.asked());
+        assert_eq!((asked.asks(), tables.asks()), (255, 0));
+        assert!(asked.tables_pending() && !asked.is_settled(5));
+        assert!(b.asked().is_settled(5));
+        // A registry made then takes it over.
+        for (bare, settled, pending) in [
+            (b, true, false),
+            (only_agents, false, false),
+            (tables, false, true),
+        ] {
+            let s = AttachState::new();
+            s.take_bare(bare);
+            assert_eq!((s.is_settled(5), s.tables_pending()), (settled, pending));
+        }
     }
 }

@@ -52,7 +52,7 @@
 //! room for another ([`insert`]).
 
 use crate::{
-    attach_state::{self, advance_files_gen},
+    attach_state::{self, advance_files_gen, Bare},
     elf::{self, Segment},
     memory::{self, gfp, Account},
     mm::{self, FileMapping, LockedMm},
@@ -1320,54 +1320,89 @@ fn ask(table: &FileTable, file: &File) -> bool {
 
 /// Attaches to `mm` the table of the file `vma` maps, if it is executable
 /// and the file's table describes it (`sframe_mm_mmap()`). One lookup, no
-/// read of the file: a file with no table yet (never seen since its inode
-/// was read) leaves the mapping unsettled (`AttachState::unsettled`), for the
-/// next walk that meets uncovered code to build and attach, as does a
-/// mapping whose table could not be attached.
+/// read of the file, and for a file that never had a table (its inode
+/// unmarked) not even the lookup: a bit test. A file with no table yet
+/// leaves the mapping unsettled, for the next walk that meets uncovered
+/// code to build and attach, as does a mapping whose table could not be
+/// attached.
 ///
-/// `in_exec`: the mapping is exec's. The first executable mapping of a new
-/// program then creates the registry, settled but for that mapping: a
+/// Only a table that describes the mapping creates a registry. Otherwise
+/// an address space with none records its attach state in one word
+/// ([`Bare`]), set at exec's first executable mapping (`in_exec`): a
 /// process started after its files' tables were built is described from
-/// its first instruction, and its walks at NMI time never stop to ask for
-/// them.
+/// its first instruction, its walks at NMI time stop to ask for tables only
+/// where a table may come, and a process nobody unwinds costs nothing.
 pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
     let Some(m) = FileMapping::of(vma) else {
         return;
     };
     let files_gen = attach_state::files_gen();
-    let table = find(m.inode);
-    let fit = table.as_ref().and_then(|t| t.section_in(&m));
-    let mut r = match RegistryWriter::of(mm) {
-        Some(r) => r,
-        None if fit.is_some() || in_exec || table.is_none() => {
-            let Ok(r) = vdso::registry_or_create(mm) else {
-                // No registry: a walk that meets uncovered code creates it
-                // and attaches.
-                return;
-            };
-            if in_exec && !mm.other_exec_file_mapping(m.start) {
-                r.attach.set_settled(files_gen, r.attach.unsettled());
-            }
-            r
-        }
-        None => return,
+    // SAFETY: The VMA holds a reference to the file, so to its inode, while
+    // the mmap lock is held.
+    let table = if unsafe { bindings::unwind_user_inode_marked(m.inode) } {
+        find(m.inode)
+    } else {
+        None
     };
+    let fit = table.as_ref().and_then(|t| t.section_in(&m));
+    let registry = RegistryWriter::of(mm);
+    // The program's first executable mapping, in the new address space of
+    // an exec, which has neither a registry nor a state yet.
+    let first = in_exec && registry.is_none() && SframeMm::bare(mm.mm()).is_none();
     let settled = match (&table, fit) {
-        (_, Some((s, fdes))) => match r.add(s, fdes.clone()) {
-            Ok(()) => true,
-            Err(e) => e == EEXIST || e == ENOSPC,
-        },
+        (_, Some(_)) => true,
         // A table that says the file has nothing, or does not fit this
         // mapping: neither would a walk attach one; unless the provider's
         // answer for the file is waited for.
         (Some(t), None) => !t.waiting() && t.still_current(),
         (None, None) => false,
     };
-    if !settled {
+    // A mapping a table may describe once attached: not one of a file
+    // that has no table and no section of its own, which only an agent's
+    // table can describe.
+    let tables = || {
         // SAFETY: `FileMapping::of()` found a file; the VMA holds a
         // reference to it while the mmap lock is held.
-        let file = unsafe { (*vma.as_ptr()).vm_file };
-        r.new_mapping_unsettled(table.is_some() || may_have_own_section(file));
+        table.is_some() || may_have_own_section(unsafe { (*vma.as_ptr()).vm_file })
+    };
+    let mut r = match (registry, fit) {
+        (Some(r), _) => r,
+        (None, Some(_)) => {
+            let Ok(r) = vdso::registry_or_create(mm) else {
+                // No registry: a walk that meets uncovered code creates it
+                // and attaches.
+                return;
+            };
+            if first {
+                r.attach.set_settled(files_gen, r.attach.unsettled());
+            }
+            r
+        }
+        (None, None) => {
+            let bare = match SframeMm::bare(mm.mm()) {
+                _ if first => Bare::settled(files_gen),
+                Some(bare) => bare,
+                // Its state unknown: every walk asks as it is.
+                None => return,
+            };
+            let bare = if settled {
+                bare
+            } else {
+                bare.mapping_unsettled(tables())
+            };
+            SframeMm::set_bare(mm, bare);
+            return;
+        }
+    };
+    let settled = match fit {
+        Some((s, fdes)) => match r.add(s, fdes.clone()) {
+            Ok(()) => true,
+            Err(e) => e == EEXIST || e == ENOSPC,
+        },
+        None => settled,
+    };
+    if !settled {
+        r.new_mapping_unsettled(tables());
     }
 }
 

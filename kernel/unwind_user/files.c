@@ -168,6 +168,17 @@ void unwind_user_cond_resched(void)
 }
 
 /*
+ * Was @inode marked (unwind_user_inode_mark_table())? Only a marked
+ * inode's file can have a table: mmap looks an unmarked one up in no
+ * table, with no lock. A bit test: mmap runs it for every executable
+ * mapping of a file, with the mmap write lock held.
+ */
+bool unwind_user_inode_marked(const struct inode *inode)
+{
+	return test_bit(AS_SFRAME_TABLE, &inode->i_data.flags);
+}
+
+/*
  * Is @inode's file one any user may have made, whose table takes from the
  * users' part of the budget? Not owned by root, or on a file system whose
  * owner a user is (a FUSE server says what the owner is; a user

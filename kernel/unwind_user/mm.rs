@@ -79,25 +79,6 @@ impl<'a> LockedMm<'a> {
         self.vma(addr).and_then(FileMapping::of)
     }
 
-    /// Does the address space map a file executable anywhere but at
-    /// `start`? A walk of its VMAs.
-    pub(crate) fn other_exec_file_mapping(&self, start: usize) -> bool {
-        let mut addr = 0;
-        loop {
-            // SAFETY: `mm` is live and its mmap lock held (type invariant).
-            let vma = unsafe { bindings::find_vma(self.mm.as_ptr(), addr) };
-            if vma.is_null() {
-                return false;
-            }
-            // SAFETY: As in `vma()`.
-            let vma = unsafe { VmaRef::from_raw(vma) };
-            if vma.start() != start && FileMapping::of(vma).is_some() {
-                return true;
-            }
-            addr = vma.end();
-        }
-    }
-
     /// Is all of `[start, end)` mapped, by one VMA or several, with no
     /// hole?
     pub(crate) fn maps_all(&self, start: usize, end: usize) -> bool {

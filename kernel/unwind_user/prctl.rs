@@ -124,11 +124,11 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
     }
     // Machine-wide: what other users run shows in them (a table more when
     // a program starts), so only to those who may profile the machine.
-    let ((file_tables, file_bytes), (files_wanted, wants_dropped)) =
+    let ((file_tables, file_bytes), (files_wanted, wants_dropped), registries) =
         if file_table::privileged().is_ok() {
-            (file_table::usage(), provider::counts())
+            (file_table::usage(), provider::counts(), SframeMm::count())
         } else {
-            ((0, 0), (0, 0))
+            ((0, 0), (0, 0), 0)
         };
     let info = mm::with_current(|mm| {
         let Some(r) = SframeMm::of(mm) else {
@@ -137,6 +137,7 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
                 file_bytes,
                 files_wanted,
                 wants_dropped,
+                registries,
                 ..Default::default()
             });
         };
@@ -170,6 +171,7 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
             table_waits: waits,
             files_wanted,
             wants_dropped,
+            registries,
         })
     })?;
     write_versioned(ptr, size, info)

@@ -2,11 +2,13 @@
 
 //! Per-address-space registry of SFrame sections.
 //!
-//! Each `mm_struct` that has a registry (from exec, or from the first walk
-//! or registration that needs one) points (`mm->sframe`) to a
-//! [`SframeMm`]: an RCU-protected, immutable, sorted [`Table`] of
-//! [`Entry`]s keyed by text range, with the address space's rule cache,
-//! attach state and counters.
+//! Each `mm_struct` that has a registry (from the first walk or
+//! registration that needs one, or from a mapping of a file whose table
+//! describes it) points (`mm->sframe`) to a [`SframeMm`]: an
+//! RCU-protected, immutable, sorted [`Table`] of [`Entry`]s keyed by text
+//! range, with the address space's rule cache, attach state and counters.
+//! Until then `mm->sframe` holds the attach state exec recorded, in one
+//! word with bit 0 set ([`Bare`]), or nothing.
 //!
 //! Writers (exec, prctl, munmap, fork) hold the mmap write lock, which a
 //! [`RegistryWriter`] proves, build a new table and publish it; the old one
@@ -22,7 +24,7 @@
 //! at most [`MAX_SECTIONS`] entries, cheap to copy on the rare write.
 
 use crate::{
-    attach_state::AttachState,
+    attach_state::{AttachState, Bare},
     counters::Counters,
     memory::gfp,
     mm::LockedMm,
@@ -220,6 +222,9 @@ pub(crate) struct SframeMm {
     pub(crate) counters: Counters,
 }
 
+/// How many address spaces have a registry, machine-wide.
+static REGISTRIES: Atomic<u64> = Atomic::new(0);
+
 /// `mm->sframe` as an atomic pointer.
 ///
 /// # Safety
@@ -232,15 +237,57 @@ unsafe fn slot<'a>(mm: *mut bindings::mm_struct) -> &'a Atomic<*mut SframeMm> {
 }
 
 impl SframeMm {
-    /// The registry of `mm`, if it ever had a registration: it lives as
-    /// long as `mm` has users.
+    /// The registry of `mm`, if it has one: it lives as long as `mm` has
+    /// users.
     pub(crate) fn of(mm: &MmWithUser) -> Option<&SframeMm> {
         // SAFETY: `mm` is live for the borrow.
         let p = unsafe { slot(mm.as_raw()) }.load(Acquire);
-        // SAFETY: A non-null `mm->sframe` points to a `SframeMm` that lives
-        // until `mm` has no users left (type invariant), and `mm` has users
-        // for as long as it is borrowed.
+        if Bare::of_word(p as u64).is_some() {
+            return None;
+        }
+        // SAFETY: `mm->sframe` is null, the state of an address space with
+        // no registry (bit 0 set: just ruled out), or points to a
+        // `SframeMm` that lives until `mm` has no users left (type
+        // invariant), and `mm` has users for as long as it is borrowed.
         unsafe { p.as_ref() }
+    }
+
+    /// The attach state of `mm` if it has no registry but a state that
+    /// exec recorded ([`Bare`]); `None` for one with a registry, and for
+    /// one that has neither (its state unknown: a child whose fork could
+    /// not copy the registry).
+    pub(crate) fn bare(mm: &MmWithUser) -> Option<Bare> {
+        // SAFETY: `mm` is live for the borrow.
+        Bare::of_word(unsafe { slot(mm.as_raw()) }.load(Relaxed) as u64)
+    }
+
+    /// Counts, in the state of `mm` if it has no registry ([`Bare`]), a walk
+    /// at NMI or IRQ time that ended to ask for tables. Lock-free, in any
+    /// context; a count lost to a racing writer is only a count.
+    pub(crate) fn count_bare_ask(mm: &MmWithUser) {
+        // SAFETY: `mm` is live for the borrow.
+        let slot = unsafe { slot(mm.as_raw()) };
+        let old = slot.load(Relaxed);
+        if let Some(bare) = Bare::of_word(old as u64) {
+            let new = bare.asked().word() as usize as *mut SframeMm;
+            // Fails only if a writer changed the word: then its value is.
+            let _ = slot.cmpxchg(old, new, Relaxed);
+        }
+    }
+
+    /// Records `bare` as the attach state of `mm`, which has no registry.
+    pub(crate) fn set_bare(mm: &LockedMm<'_>, bare: Bare) {
+        // SAFETY: `mm` is live (`LockedMm`'s invariant).
+        let slot = unsafe { slot(mm.as_ptr()) };
+        // Only writers, serialised by the mmap write lock, store to it.
+        if Self::of(mm.mm()).is_none() {
+            slot.store(bare.word() as usize as *mut SframeMm, Release);
+        }
+    }
+
+    /// How many address spaces have a registry, machine-wide.
+    pub(crate) fn count() -> u64 {
+        REGISTRIES.load(Relaxed)
     }
 
     /// A new state with no registration.
@@ -281,6 +328,7 @@ impl SframeMm {
         new: KBox<SframeMm>,
     ) -> &'a SframeMm {
         let p = KBox::into_raw(new);
+        REGISTRIES.add(1, Relaxed);
         // SAFETY: `mm` is live (the caller's contract).
         unsafe { slot(mm) }.store(p, Release);
         // SAFETY: Just allocated; freed only with the mm, when it has no
@@ -566,9 +614,10 @@ impl SframeMm {
     pub(crate) unsafe fn free(mm: *mut bindings::mm_struct) {
         // SAFETY: The caller guarantees `mm` is live.
         let p = unsafe { slot(mm) }.xchg(core::ptr::null_mut(), Full);
-        if p.is_null() {
+        if p.is_null() || Bare::of_word(p as u64).is_some() {
             return;
         }
+        REGISTRIES.fetch_sub(1, Relaxed);
         // SAFETY: `p` came from `KBox::into_raw` in `install` and, with
         // the mm gone, nothing else refers to it.
         drop(unsafe { KBox::from_raw(p) });
@@ -602,7 +651,12 @@ impl<'a> RegistryWriter<'a> {
         if let Some(r) = Self::of(mm) {
             return Ok((r, false));
         }
+        let bare = SframeMm::bare(mm.mm());
         let new = SframeMm::new()?;
+        if let Some(bare) = bare {
+            new.attach.take_bare(bare);
+            new.counters.nofault_faults.add(bare.asks(), Relaxed);
+        }
         // SAFETY: `mm` is live (`LockedMm`'s invariant); writers are
         // serialised by the mmap write lock it proves held, so the registry
         // is still unset.

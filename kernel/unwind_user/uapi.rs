@@ -54,8 +54,8 @@ uapi_structs! {
     unwind_user_info {
         nr_sections, unwinds, sframe_frames, fp_fallbacks, errors, dropped,
         nofault_frames, nofault_faults, cached_frames, section_reads, section_bytes,
-        file_tables, file_bytes, table_waits, files_wanted, wants_dropped
-    } = UNWIND_USER_INFO_SIZE_VER4;
+        file_tables, file_bytes, table_waits, files_wanted, wants_dropped, registries
+    } = UNWIND_USER_INFO_SIZE_VER5;
     unwind_user_file {
         fd, flags, sframe_ptr, sframe_size, sframe_addr
     } = UNWIND_USER_FILE_SIZE_VER0;

@@ -159,10 +159,13 @@ pub unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c
 
 /// Prepares `state`, a walk of the current task, for SFrame steps: finds
 /// the registry of `mm` once for the walk. Any walk may meet code a file's
-/// table describes, so it always takes part: one that may sleep attaches
-/// the tables of the files it meets; one at NMI or IRQ time asks for a
+/// table describes, so it takes part: one that may sleep attaches the
+/// tables of the files it meets; one at NMI or IRQ time asks for a
 /// deferred unwind that attaches them, and ends at code a table not
-/// attached yet may describe ([`WalkDriver`]).
+/// attached yet may describe ([`WalkDriver`]). But a walk at NMI or IRQ
+/// time in an address space with no registry, where no table may come,
+/// does not: it is the frame-pointer walk, at its cost, and leaves no
+/// state behind.
 ///
 /// # Safety
 ///
@@ -177,7 +180,11 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
     let state = unsafe { &mut *state };
     // SAFETY: `mm` is the current task's mm (the caller's contract), which
     // has users while the task runs.
-    let Some(smm) = SframeMm::of(unsafe { MmWithUser::from_raw(mm) }) else {
+    let mm = unsafe { MmWithUser::from_raw(mm) };
+    let Some(smm) = SframeMm::of(mm) else {
+        if state.nofault && !tables_may_come_bare(mm) {
+            return false;
+        }
         // The first step creates the registry (`unwind_user_sframe_next()`).
         state.sframe_mm = core::ptr::null_mut();
         return true;
@@ -246,20 +253,29 @@ pub unsafe extern "C" fn unwind_user_sframe_next(
     }
 }
 
-/// Does a walk at NMI or IRQ time, in `smm`'s address space (`None`: one
-/// with no registry yet) that is not settled, end at code no registration
-/// covers? Where a table may describe it once attached: a mapping of a
-/// file that has a table or a section of its own is pending, or an agent
-/// attaches tables (which may describe any file). Elsewhere the
-/// frame-pointer rule takes the frame, as for code no table describes: a
-/// caller that takes this walk's stack (plain `perf record -g`,
-/// `bpf_get_stack()`) has nothing better coming, and a frame-pointer
-/// distribution's new process gets from its first sample the stacks
-/// mainline's walk gives.
-fn tables_may_come(smm: Option<&SframeMm>) -> bool {
-    smm.is_none_or(|m| m.attach.tables_pending())
-        || file_table::agent_tables()
-        || provider::accepting()
+/// Does a walk at NMI or IRQ time in an address space that is not
+/// settled end at code no registration covers? Where a table may describe
+/// it once attached: `pending`, a mapping of a file that has a table or a
+/// section of its own is pending, or an agent attaches tables (which may
+/// describe any file). Elsewhere the frame-pointer rule takes the frame,
+/// as for code no table describes: a caller that takes this walk's stack
+/// (plain `perf record -g`, `bpf_get_stack()`) has nothing better coming,
+/// and a frame-pointer distribution's new process gets from its first
+/// sample the stacks mainline's walk gives.
+fn tables_may_come(pending: bool) -> bool {
+    pending || file_table::agent_tables() || provider::accepting()
+}
+
+/// [`tables_may_come`] for `mm`, which has no registry: never in one
+/// that exec found settled (every file it maps had a table that does not
+/// describe it, in this generation of the tables), always in one whose
+/// state is unknown.
+fn tables_may_come_bare(mm: &MmWithUser) -> bool {
+    match SframeMm::bare(mm) {
+        Some(b) if b.is_settled(attach_state::files_gen()) => false,
+        Some(b) => tables_may_come(b.tables_pending()),
+        None => true,
+    }
 }
 
 /// The walk driver of the step ([`step::Driver`]).
@@ -278,7 +294,7 @@ impl step::Driver for WalkDriver {
         frame: &mut bindings::unwind_user_frame,
     ) -> c_int {
         let later = if state.nofault {
-            if step::attach_pending(state, tables_may_come(Some(smm))) {
+            if step::attach_pending(state, tables_may_come(smm.attach.tables_pending())) {
                 return EAGAIN.to_errno();
             }
             true
@@ -311,9 +327,14 @@ fn first_step(
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
     // A walk that may meet file tables, in an address space with no
-    // registry yet: one that may sleep makes one for what it finds.
+    // registry yet: one that may sleep makes one for what it finds; one at
+    // NMI or IRQ time took part only where a table may come
+    // (`unwind_user_sframe_start()`), and ends here.
     if state.nofault {
-        step::attach_pending(state, tables_may_come(None));
+        step::attach_pending(state, true);
+        if let Some(mm) = kernel::current!().mm() {
+            SframeMm::count_bare_ask(mm);
+        }
         return EAGAIN.to_errno();
     }
     if !walk_create_registry(state) {
@@ -372,11 +393,13 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
 /// mapping, so that a process started after the table was attached is
 /// described from its first instruction, by mprotect for a file mapping
 /// it makes executable, and by mremap for one it moves or grows. One
-/// lookup of the file's table, no read of the file or of user memory; a
-/// mapping it could not settle is
-/// left to the first walk that meets it. A new program's first executable
-/// mapping also creates the registry, and says that its mappings are
-/// settled: its walks at NMI time never stop to ask for tables.
+/// lookup of the file's table (none for a file that never had one), no
+/// read of the file or of user memory, no allocation unless a table
+/// describes the mapping; a mapping it could not settle is left to the
+/// first walk that meets it. A new program's first executable mapping
+/// says that its mappings are settled, in the registry or, with none, in
+/// the word `mm->sframe` holds: its walks at NMI time never stop to ask
+/// for tables that cannot come.
 ///
 /// # Safety
 ///
@@ -456,6 +479,11 @@ pub unsafe extern "C" fn sframe_mm_dup(
         )
     };
     let Some(old) = RegistryWriter::of(&old) else {
+        // No registry: the child maps what the parent does, in the state
+        // exec recorded, if any.
+        if let Some(bare) = SframeMm::bare(old.mm()) {
+            SframeMm::set_bare(&new, bare);
+        }
         return;
     };
     // All of the text, and of the section unless its rows are in kernel

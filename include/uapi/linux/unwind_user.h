@@ -211,6 +211,9 @@ struct unwind_user_file_want {
  * @files_wanted:   files the provider was asked for, machine-wide
  * @wants_dropped:  files not asked for because the provider's queue was
  *                  full, machine-wide
+ * @registries:     address spaces that have a registry (a process gets one
+ *                  when it is first unwound, registers a section or maps a
+ *                  file that has a table), machine-wide
  *
  * The machine-wide counts are 0 unless the caller has CAP_PERFMON or
  * CAP_SYS_ADMIN: what other users run shows in them.
@@ -235,6 +238,7 @@ struct unwind_user_info {
 	__u64 table_waits;		/* since VER4 */
 	__u64 files_wanted;		/* since VER4 */
 	__u64 wants_dropped;		/* since VER4 */
+	__u64 registries;		/* since VER5 */
 };
 
 #define UNWIND_USER_INFO_SIZE_VER0	48
@@ -242,6 +246,7 @@ struct unwind_user_info {
 #define UNWIND_USER_INFO_SIZE_VER2	88
 #define UNWIND_USER_INFO_SIZE_VER3	104
 #define UNWIND_USER_INFO_SIZE_VER4	128
+#define UNWIND_USER_INFO_SIZE_VER5	136
 
 /**
  * struct unwind_user_assist - user-assisted unwinding of this process

@@ -21,10 +21,15 @@
  * On a machine where an agent attached tables, the walk ends at code a
  * table may soon describe instead: the test expects none.
  *
+ * no_registry_before_unwound: new processes nobody unwinds cost the
+ * unwinder no registry (UNWIND_USER_QUERY's machine-wide count).
+ *
  * This file is built with frame pointers and without --gsframe (Makefile).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,9 +221,94 @@ TEST_F(fp_first, sframe_walk_from_first_sample)
 	EXPECT_EQ(0, rounds(_metadata, self, true));
 }
 
+/* Processes a program starts that nobody profiles. */
+#define IDLE_CHILDREN	32
+
+/*
+ * The new program, idle: says on descriptor 3 that it runs, and waits to
+ * be killed; if @sampled, it first samples itself with deferred
+ * callchains, whose walks may sleep: someone unwinds it.
+ */
+static int idle(bool sampled)
+{
+	char ready = 1;
+
+	if (sampled) {
+		struct stacks *st = malloc(sizeof(*st));
+		double seconds = 0.05;
+
+		if (!st || sample_stacks(fp_work, &seconds, FREQ, st) || !st->nr)
+			return CHILD_ERROR;
+	}
+	if (write(3, &ready, 1) != 1)
+		return CHILD_ERROR;
+	pause();
+	return 0;
+}
+
+/* The machine's count of address spaces with a registry. */
+static long registries(void)
+{
+	struct unwind_user_info info = {};
+
+	if (unwind_query(&info))
+		return -1;
+	return info.registries;
+}
+
+/*
+ * Nothing per process before someone unwinds it: programs started with
+ * posix_spawn() on a machine where nobody profiles get no registry; the
+ * same programs sampling themselves get one each, freed with them.
+ */
+TEST(no_registry_before_unwound)
+{
+	static const char *const modes[] = { "--idle", "--idle-sampled" };
+	unsigned int m;
+
+	if (getuid())
+		SKIP(return, "the count is machine-wide: needs CAP_PERFMON");
+	for (m = 0; m < ARRAY_SIZE(modes); m++) {
+		char *argv[] = { "sframe_fp_first_test", (char *)modes[m], NULL };
+		posix_spawn_file_actions_t fa;
+		pid_t pids[IDLE_CHILDREN];
+		long before, during, after;
+		int p[2], i, tries;
+		char c;
+
+		ASSERT_EQ(0, pipe(p));
+		ASSERT_EQ(0, posix_spawn_file_actions_init(&fa));
+		ASSERT_EQ(0, posix_spawn_file_actions_adddup2(&fa, p[1], 3));
+		before = registries();
+		ASSERT_LE(0, before);
+		for (i = 0; i < IDLE_CHILDREN; i++)
+			ASSERT_EQ(0, posix_spawn(&pids[i], "/proc/self/exe", &fa, NULL,
+						 argv, environ));
+		close(p[1]);
+		for (i = 0; i < IDLE_CHILDREN; i++)
+			ASSERT_EQ(1, read(p[0], &c, 1));
+		during = registries();
+		for (i = 0; i < IDLE_CHILDREN; i++) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+		close(p[0]);
+		posix_spawn_file_actions_destroy(&fa);
+		/* Freed with the children's address spaces, or before. */
+		for (tries = 0; (after = registries()) > before && tries < 50; tries++)
+			usleep(10000);
+		ksft_print_msg("%s: registries %ld before, %ld with %d children, %ld after\n",
+			       modes[m], before, during, IDLE_CHILDREN, after);
+		EXPECT_EQ(m ? before + IDLE_CHILDREN : before, during);
+		EXPECT_LE(after, before);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
+	if (argc > 1 && !strncmp(argv[1], "--idle", 6))
+		return idle(!strcmp(argv[1], "--idle-sampled"));
 	return test_harness_run(argc, argv);
 }
