@@ -46,8 +46,13 @@ use kernel::{
     types::Opaque,
 };
 
-/// Most sections one address space may register.
+/// Most sections one address space may register (`prctl()`).
 pub(crate) const MAX_SECTIONS: usize = 1024;
+
+/// Most files' tables one address space may have attached, apart from its
+/// registrations: a process that maps a thousand libraries still has room
+/// for a JIT's sections.
+pub(crate) const MAX_FILE_TABLES: usize = 4096;
 
 /// Largest section, in bytes, that may be registered.
 pub(crate) const MAX_SECTION_SIZE: usize = 64 << 20;
@@ -193,6 +198,51 @@ impl Entry {
     /// The same registration, for a new table.
     fn copy(&self) -> Self {
         Entry::new(self.section, self.id, self.fdes.clone())
+    }
+}
+
+/// What an address space's registrations take of its limits: one whose
+/// section is in user memory counts against [`MAX_SECTIONS`], with its FDE
+/// table against [`MAX_FDE_BYTES`]; a file's table (in kernel memory,
+/// shared, counted against the machine's budget) against
+/// [`MAX_FILE_TABLES`] alone; the vDSO's against nothing.
+#[derive(Clone, Copy, Default)]
+struct Room {
+    sections: usize,
+    files: usize,
+    bytes: usize,
+}
+
+impl Room {
+    /// What the live registrations of `table` take.
+    fn of(table: Option<&Table>) -> Self {
+        table
+            .into_iter()
+            .flat_map(Table::live)
+            .fold(Room::default(), |r, e| r.with(&e.section, &e.fdes))
+    }
+
+    /// `self` with `s`, whose table is `fdes`, taken too.
+    fn with(self, s: &Section, fdes: &SectionTable) -> Self {
+        match (fdes.is_kernel_code(), s.in_kernel) {
+            (true, _) => self,
+            (false, true) => Room {
+                files: self.files + 1,
+                ..self
+            },
+            (false, false) => Room {
+                sections: self.sections + 1,
+                bytes: self.bytes.saturating_add(fdes.bytes()),
+                ..self
+            },
+        }
+    }
+
+    /// Is it within the limits?
+    fn fits(&self) -> bool {
+        self.sections <= MAX_SECTIONS
+            && self.files <= MAX_FILE_TABLES
+            && self.bytes <= MAX_FDE_BYTES
     }
 }
 
@@ -679,20 +729,11 @@ impl<'a> RegistryWriter<'a> {
     }
 
     /// Registers `s`, whose validated header and FDEs are `fdes`. `ENOSPC`
-    /// when the address space has [`MAX_SECTIONS`] registrations (the
-    /// vDSO's not counted) or their FDE tables would pass
-    /// [`MAX_FDE_BYTES`].
+    /// past the address space's limits ([`Room`]).
     pub(crate) fn add(&mut self, s: Section, fdes: Arc<SectionTable>) -> Result {
         let old = self.table();
         let live = || old.into_iter().flat_map(Table::live);
-        // A file's table is shared, and counted against the machine's
-        // budget instead.
-        let own = |s: &Section, f: &SectionTable| if s.in_kernel { 0 } else { f.bytes() };
-        let bytes = live()
-            .map(|e| own(&e.section, &e.fdes))
-            .fold(own(&s, &fdes), usize::saturating_add);
-        let counted = live().filter(|e| !e.fdes.is_kernel_code()).count();
-        if counted >= MAX_SECTIONS || bytes > MAX_FDE_BYTES {
+        if !Room::of(old).with(&s, &fdes).fits() {
             return Err(ENOSPC);
         }
         if live().any(|e| e.section.overlaps(s.text_start, s.text_end)) {
@@ -718,17 +759,12 @@ impl<'a> RegistryWriter<'a> {
         new.sort_unstable_by_key(|(s, _)| s.text_start);
         let old = self.table();
         let live = || old.into_iter().flat_map(Table::live);
-        let own = |s: &Section, f: &SectionTable| if s.in_kernel { 0 } else { f.bytes() };
-        let mut bytes = live()
-            .map(|e| own(&e.section, &e.fdes))
-            .fold(0, usize::saturating_add);
-        let mut counted = live().filter(|e| !e.fdes.is_kernel_code()).count();
+        let mut room = Room::of(old);
         let mut added: KVec<Entry> = KVec::with_capacity(new.len(), gfp())?;
         for (s, fdes) in new.iter() {
-            let b = bytes.saturating_add(own(s, fdes));
+            let more = room.with(s, fdes);
             let overlaps = |t: &Section| t.overlaps(s.text_start, s.text_end);
-            if counted >= MAX_SECTIONS
-                || b > MAX_FDE_BYTES
+            if !more.fits()
                 || live().any(|e| overlaps(&e.section))
                 || added.iter().any(|e| overlaps(&e.section))
             {
@@ -739,8 +775,7 @@ impl<'a> RegistryWriter<'a> {
             added
                 .push_within_capacity(Entry::new(*s, id, fdes.clone()))
                 .map_err(|_| ENOMEM)?;
-            bytes = b;
-            counted += 1;
+            room = more;
         }
         let n = added.len();
         if n != 0 {
@@ -1080,6 +1115,21 @@ mod tests {
         mm.remove(0x1000)?;
         mm.add(sec(0x1000 * (MAX_SECTIONS + 1), 0x1000), none()?)?;
         assert_eq!(mm.len(), MAX_SECTIONS);
+        // Files' tables have their own limit: the registrations leave
+        // them room, and they leave none to registrations past theirs.
+        let file = |i: usize| Section {
+            in_kernel: true,
+            ..sec(0x1000 * (MAX_SECTIONS + 2 + i), 0x1000)
+        };
+        let mut files = KVec::new();
+        for i in 0..=MAX_FILE_TABLES {
+            files.push((file(i), none()?), GFP_KERNEL)?;
+        }
+        assert_eq!(mm.add_all(&mut files)?, MAX_FILE_TABLES);
+        assert_eq!(mm.add(file(MAX_FILE_TABLES), none()?), Err(ENOSPC));
+        mm.remove(0x2000)?;
+        mm.add(sec(0x2000, 0x1000), none()?)?;
+        assert_eq!(mm.len(), MAX_SECTIONS + MAX_FILE_TABLES);
         Ok(())
     }
 
