@@ -25,6 +25,8 @@ SRC        := $(KBUILD_DIR)/src
 OUT        := $(KBUILD_DIR)/build
 # The production configuration (no debug checks) that make bench measures.
 OUT_PROD   := $(KBUILD_DIR)/build-prod
+# The same without the SFrame unwinder (make bench-hooks).
+OUT_OFF    := $(KBUILD_DIR)/build-prod-off
 GUEST      := $(KBUILD_DIR)/guest
 # The test kernel with what virtme-ng needs (make vng), and vng itself, from
 # PyPI in a virtual environment (harness/install-deps.sh vng).
@@ -113,6 +115,7 @@ KMAKE_ANY := $(MAKE) -C $(SRC) -j$(JOBS) \
 	BINDGEN=$(HOME)/.cargo/bin/bindgen
 KMAKE := $(KMAKE_ANY) O=$(OUT)
 KMAKE_PROD := $(KMAKE_ANY) O=$(OUT_PROD)
+KMAKE_OFF  := $(KMAKE_ANY) O=$(OUT_OFF)
 KMAKE_VNG := $(KMAKE_ANY) O=$(OUT_VNG)
 KMAKE_SD := $(KMAKE_ANY) O=$(OUT_SD)
 KMAKE_KASAN := LIBCLANG_PATH=$(KASAN_LIBCLANG) $(KMAKE_ANY) O=$(OUT_KASAN) LLVM=$(KASAN_LLVM)
@@ -128,7 +131,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 
 .PHONY: check demo bench kernel boot series deps source apply config \
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
-	kernel-prod bench-debug profile producers bisect-check kernel-vng vng \
+	kernel-prod kernel-prod-off bench-hooks bench-debug profile producers bisect-check kernel-vng vng \
 	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan \
 	kernel-systemd systemd
 
@@ -263,6 +266,15 @@ vng: vng-deps kernel-vng kselftest-vng
 	@VNG_ACCEL=$(VNG_ACCEL) harness/run-vng.sh $(VENV) $(OUT_VNG)/arch/x86/boot/bzImage \
 		$(KSFT_VNG) $(VNG_DIR)/run $(BOOT_TIMEOUT) $(VNG_TEST_TIMEOUT) $(KSFT_ARGS)
 
+# The production configuration with the unwinder off.
+$(OUT_OFF)/.config: $(TEST_CONFIG) harness/configs/prod.config harness/configs/prod-off.config \
+		$(wildcard kernel/unwind_user/Kconfig) | apply
+	$(call kconfig,$(OUT_OFF),$(TEST_CONFIG),$(KMAKE_OFF),harness/configs/prod.config harness/configs/prod-off.config,harness/configs/prod-off.config)
+
+kernel-prod-off: apply $(OUT_OFF)/.config
+	$(KMAKE_OFF) bzImage
+	@echo "kernel-prod-off: $(OUT_OFF)/arch/x86/boot/bzImage"
+
 kernel-prod: apply $(OUT_PROD)/.config
 	$(KMAKE_PROD) bzImage
 	@echo "kernel-prod: $(OUT_PROD)/arch/x86/boot/bzImage"
@@ -368,6 +380,13 @@ startup: kernel-prod perf
 bench: kernel-prod perf
 	@GUEST_ICOUNT=$(BENCH_ICOUNT) KSRC=$(SRC) bench/run-bench.sh $(OUT_PROD)/arch/x86/boot/bzImage \
 		$(KBUILD_DIR)/perf/build/perf $(KBUILD_DIR)/bench $(BOOT_TIMEOUT) $(OUT_PROD)/vmlinux
+
+# What exec, mmap and fork cost a machine with the unwinder built in that
+# does not profile: the production kernel against the same without the
+# unwinder, one boot each (bench/hooks/). Not part of make check.
+bench-hooks: kernel-prod kernel-prod-off
+	@GUEST_ICOUNT=$(BENCH_ICOUNT) bench/hooks/run-hooks.sh $(OUT_PROD)/arch/x86/boot/bzImage \
+		$(OUT_OFF)/arch/x86/boot/bzImage $(KBUILD_DIR)/bench-hooks $(BOOT_TIMEOUT)
 
 bench-debug: kernel perf
 	@GUEST_ICOUNT=$(BENCH_ICOUNT) KSRC=$(SRC) bench/run-bench.sh $(OUT)/arch/x86/boot/bzImage \

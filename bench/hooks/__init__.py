@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: GPL-2.0
+"""make bench-hooks' host side (bench.hooks.report)."""
