@@ -7,7 +7,7 @@
 use kernel::{
     alloc::KVec,
     bindings,
-    error::code::ENOEXEC,
+    error::code::{EAGAIN, ENOEXEC},
     prelude::*,
     transmute::{AsBytes, FromBytes},
 };
@@ -160,7 +160,29 @@ pub(crate) struct ElfLayout {
 pub(crate) fn layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfLayout> {
     let mut ehdr = Raw::<bindings::elf64_hdr>::default();
     read(ehdr.as_bytes_mut(), 0)?;
-    let e = ehdr.0;
+    let len = phdrs_len(&ehdr.0)?;
+    // All of them in one read: at most 7 KiB.
+    let mut phdrs = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+    read(&mut phdrs, ehdr.0.e_phoff)?;
+    parse(&phdrs)
+}
+
+/// [`layout`] of a file whose program headers lie in `bytes`, its first
+/// bytes (a page the page cache holds): read in place, no allocation.
+pub(crate) fn layout_in(bytes: &[u8]) -> Result<ElfLayout> {
+    let ehdr = bytes
+        .get(..size_of::<bindings::elf64_hdr>())
+        .and_then(Raw::<bindings::elf64_hdr>::from_bytes_copy)
+        .ok_or(EAGAIN)?;
+    let len = phdrs_len(&ehdr.0)?;
+    let start = usize::try_from(ehdr.0.e_phoff).map_err(|_| EAGAIN)?;
+    parse(bytes.get(start..start.saturating_add(len)).ok_or(EAGAIN)?)
+}
+
+/// How many bytes of program headers the ELF header `e` says its file has;
+/// `ENOEXEC` unless it is an x86-64 ELF64 executable or shared object
+/// with at most [`MAX_PHDRS`] of them.
+fn phdrs_len(e: &bindings::elf64_hdr) -> Result<usize> {
     let ident_ok = e.e_ident.get(..4) == bindings::ELFMAG.get(..4)
         && e.e_ident.get(bindings::EI_CLASS as usize) == Some(&(bindings::ELFCLASS64 as u8))
         && e.e_ident.get(bindings::EI_DATA as usize) == Some(&(bindings::ELFDATA2LSB as u8));
@@ -174,12 +196,13 @@ pub(crate) fn layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfLayou
     {
         return Err(ENOEXEC);
     }
+    Ok(phnum * size_of::<bindings::elf64_phdr>())
+}
+
+/// The layout the program headers `phdrs` describe.
+fn parse(phdrs: &[u8]) -> Result<ElfLayout> {
     let page = kernel::page::PAGE_SIZE as u64;
     let (mut text, mut sframe) = (None, None);
-    // All of them in one read: at most 7 KiB.
-    let len = phnum * size_of::<bindings::elf64_phdr>();
-    let mut phdrs = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-    read(&mut phdrs, e.e_phoff)?;
     for bytes in phdrs.chunks_exact(size_of::<bindings::elf64_phdr>()) {
         let Raw(ph) = Raw::<bindings::elf64_phdr>::from_bytes_copy(bytes).ok_or(ENOEXEC)?;
         if ph.p_type == PT_GNU_SFRAME {

@@ -66,7 +66,7 @@ use core::pin::Pin;
 use kernel::{
     alloc::{KVVec, KVec},
     bindings,
-    error::code::{E2BIG, EAGAIN, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
+    error::code::{E2BIG, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
     ffi::{c_int, c_long, c_ulong},
     fs::{File, LocalFile},
     global_lock,
@@ -1414,18 +1414,23 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
 /// not an x86-64 ELF object the unwinder describes, or one with no
 /// `PT_GNU_SFRAME`, whose code only an agent's table can describe.
 fn may_have_own_section(file: *mut bindings::file) -> bool {
-    let peek = |buf: &mut [u8], pos: u64| {
-        let pos = i64::try_from(pos).map_err(|_| ENOEXEC)?;
-        // SAFETY: `file` is live (the caller's VMA holds it); `buf` is
-        // valid for writes of its length.
-        if unsafe { bindings::unwind_user_file_peek(file, buf.as_mut_ptr().cast(), buf.len(), pos) }
-        {
-            Ok(())
-        } else {
-            Err(EAGAIN)
-        }
-    };
-    match elf::layout(peek) {
+    let mut folio = core::ptr::null_mut();
+    // SAFETY: `file` is live (the caller's VMA holds it).
+    let page = unsafe { bindings::unwind_user_file_first_page(file, &mut folio) };
+    if page.is_null() {
+        // Not in the page cache: it may.
+        return true;
+    }
+    // SAFETY: `page` maps the file's first page, `PAGE_SIZE` bytes, until
+    // `unwind_user_file_page_done()` below, and is only read. A write to
+    // the file may change them meanwhile: `elf::layout_in()` copies out
+    // each value it uses once and checks it, as the untrusted bytes they
+    // are.
+    let bytes = unsafe { core::slice::from_raw_parts(page.cast::<u8>(), kernel::page::PAGE_SIZE) };
+    let layout = elf::layout_in(bytes);
+    // SAFETY: As returned above, released once; `bytes` is not used again.
+    unsafe { bindings::unwind_user_file_page_done(folio, page) };
+    match layout {
         Ok(layout) => layout.sframe.is_some(),
         Err(e) => e != ENOEXEC,
     }

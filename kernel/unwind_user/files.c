@@ -214,28 +214,31 @@ u32 unwind_user_payer(void)
 }
 
 /*
- * Copies @len bytes of @file at @pos into @buf if they lie in its first
- * page and the page cache holds that page, up to date: what mmap of a
- * file with no table yet may know of its program headers, with the mmap
- * write lock held, where the file is not to be read. No I/O, no sleep.
- * Returns whether it copied. C: the page cache has no Rust abstraction.
+ * The first page of @file, mapped for reading, if the page cache holds it
+ * up to date, with its folio in @folio; else NULL: what mmap of a file
+ * with no table yet may know of its program headers, with the mmap write
+ * lock held, where the file is not to be read. No I/O, no sleep, no copy.
+ * Release it with unwind_user_file_page_done(). C: the page cache has no
+ * Rust abstraction.
  */
-bool unwind_user_file_peek(struct file *file, void *buf, size_t len, loff_t pos)
+const void *unwind_user_file_first_page(struct file *file, struct folio **folio)
 {
-	struct folio *folio;
-	bool copied = false;
+	struct folio *f = filemap_get_folio(file->f_mapping, 0);
 
-	if (pos < 0 || len > PAGE_SIZE || pos > PAGE_SIZE - len)
-		return false;
-	folio = filemap_get_folio(file->f_mapping, 0);
-	if (IS_ERR(folio))
-		return false;
-	if (folio_test_uptodate(folio)) {
-		memcpy_from_folio(buf, folio, pos, len);
-		copied = true;
+	if (IS_ERR(f))
+		return NULL;
+	if (!folio_test_uptodate(f)) {
+		folio_put(f);
+		return NULL;
 	}
+	*folio = f;
+	return kmap_local_folio(f, 0);
+}
+
+void unwind_user_file_page_done(struct folio *folio, const void *addr)
+{
+	kunmap_local(addr);
 	folio_put(folio);
-	return copied;
 }
 
 /*

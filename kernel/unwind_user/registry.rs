@@ -183,6 +183,21 @@ impl Table {
     fn live(&self) -> impl Iterator<Item = &Entry> {
         self.entries.iter().filter(|e| !e.dead.load(Relaxed))
     }
+
+    /// Does the text of a live entry overlap `[start, end)`? A binary
+    /// search: texts are sorted and do not overlap, so their ends are
+    /// sorted too, and only the entries before `end` that end after
+    /// `start` can.
+    fn overlaps(&self, start: usize, end: usize) -> bool {
+        let before_end = self.entries.partition_point(|e| e.section.text_start < end);
+        self.entries
+            .get(..before_end)
+            .unwrap_or(&[])
+            .iter()
+            .rev()
+            .take_while(|e| e.section.text_end > start)
+            .any(|e| !e.dead.load(Relaxed))
+    }
 }
 
 impl Entry {
@@ -732,11 +747,10 @@ impl<'a> RegistryWriter<'a> {
     /// past the address space's limits ([`Room`]).
     pub(crate) fn add(&mut self, s: Section, fdes: Arc<SectionTable>) -> Result {
         let old = self.table();
-        let live = || old.into_iter().flat_map(Table::live);
         if !Room::of(old).with(&s, &fdes).fits() {
             return Err(ENOSPC);
         }
-        if live().any(|e| e.section.overlaps(s.text_start, s.text_end)) {
+        if old.is_some_and(|t| t.overlaps(s.text_start, s.text_end)) {
             return Err(EEXIST);
         }
         let id = self.next_id.fetch_add(1, Relaxed);
@@ -758,15 +772,17 @@ impl<'a> RegistryWriter<'a> {
     pub(crate) fn add_all(&mut self, new: &mut [(Section, Arc<SectionTable>)]) -> Result<usize> {
         new.sort_unstable_by_key(|(s, _)| s.text_start);
         let old = self.table();
-        let live = || old.into_iter().flat_map(Table::live);
         let mut room = Room::of(old);
         let mut added: KVec<Entry> = KVec::with_capacity(new.len(), gfp())?;
         for (s, fdes) in new.iter() {
             let more = room.with(s, fdes);
-            let overlaps = |t: &Section| t.overlaps(s.text_start, s.text_end);
+            // `added` is sorted and without overlaps, as a table is: only
+            // its last entry, which ends last, can overlap `s`.
             if !more.fits()
-                || live().any(|e| overlaps(&e.section))
-                || added.iter().any(|e| overlaps(&e.section))
+                || old.is_some_and(|t| t.overlaps(s.text_start, s.text_end))
+                || added
+                    .last()
+                    .is_some_and(|e| e.section.overlaps(s.text_start, s.text_end))
             {
                 continue;
             }
@@ -1014,6 +1030,18 @@ mod tests {
                 }
             }
             assert_eq!(index(t.find_from(1, 0x3000)), (!dead).then_some(1));
+            // The binary search of overlaps against a scan of every entry.
+            for (start, end) in [
+                (0, 0x1000),
+                (0x2800, 0x3001),
+                (0x3800, 0x4800),
+                (0x2000, 0x3000),
+            ] {
+                let scan = t.live().any(|e| e.section.overlaps(start, end));
+                assert_eq!(t.overlaps(start, end), scan);
+            }
+            assert_eq!(t.overlaps(0x3800, 0x3900), !dead);
+            assert!(t.overlaps(0x2800, 0x4001));
         }
         Ok(())
     }
