@@ -59,6 +59,7 @@ use crate::{
     provider,
     registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
     section::{Section, SectionTable},
+    usermem,
     usual::TextCode,
     validate, vdso,
 };
@@ -310,12 +311,9 @@ fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
     let n = unsafe {
         bindings::kernel_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut pos)
     };
-    // SAFETY: Reads the current task's signal state; no preconditions.
-    let killed =
-        || unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) } != 0;
     match usize::try_from(n) {
         Ok(n) if n == buf.len() => Ok(()),
-        Ok(_) if killed() => Err(EINTR),
+        Ok(_) if usermem::killed() => Err(EINTR),
         Ok(_) => Err(ENOEXEC),
         Err(_) => Err(Error::from_errno(n as c_int)),
     }
@@ -1346,9 +1344,10 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
     };
     let fit = table.as_ref().and_then(|t| t.section_in(&m));
     let registry = RegistryWriter::of(mm);
+    let bare = SframeMm::bare(mm.mm());
     // The program's first executable mapping, in the new address space of
     // an exec, which has neither a registry nor a state yet.
-    let first = in_exec && registry.is_none() && SframeMm::bare(mm.mm()).is_none();
+    let first = in_exec && registry.is_none() && bare.is_none();
     let settled = match (&table, fit) {
         (_, Some(_)) => true,
         // A table that says the file has nothing, or does not fit this
@@ -1379,7 +1378,7 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
             r
         }
         (None, None) => {
-            let bare = match SframeMm::bare(mm.mm()) {
+            let bare = match bare {
                 _ if first => Bare::settled(files_gen),
                 Some(bare) => bare,
                 // Its state unknown: every walk asks as it is.

@@ -14,6 +14,14 @@ use kernel::{
 };
 use sframe::Error as SfError;
 
+/// Is the current task being killed (a fatal signal pending)? Long work
+/// done on its behalf stops then.
+pub(crate) fn killed() -> bool {
+    // SAFETY: `current` is a live task; the function only reads its
+    // signal state.
+    unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) != 0 }
+}
+
 /// How the current task's memory is read: one unwinder, two readers.
 #[derive(Clone, Copy)]
 pub(crate) enum UserMem {
@@ -113,10 +121,7 @@ impl UserReader {
         }
         self.until_resched = Self::RESCHED_BYTES;
         kernel::task::might_sleep();
-        // SAFETY: `current` is a live task; the function only reads its
-        // signal state.
-        self.killed =
-            unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) } != 0;
+        self.killed = killed();
         !self.killed
     }
 }

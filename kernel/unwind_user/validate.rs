@@ -11,6 +11,7 @@ use crate::{
     registry::MAX_FDE_BYTES,
     section::{FreMark, Section, SectionTable, FRE_MARK_EVERY},
     uapi::eopnotsupp,
+    usermem,
     usual::TextCode,
 };
 use kernel::{
@@ -113,8 +114,7 @@ fn pause() -> Result {
     // prctl operations, a walk that may sleep building a file's table,
     // the vDSO's initcall).
     unsafe { bindings::unwind_user_cond_resched() };
-    // SAFETY: The current task is live.
-    if unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) } != 0 {
+    if usermem::killed() {
         return Err(EINTR);
     }
     Ok(())
