@@ -56,6 +56,7 @@ u32 unwind_user_payer(void);
 struct folio;
 const void *unwind_user_file_first_page(struct file *file, struct folio **folio);
 void unwind_user_file_page_done(struct folio *folio, const void *addr);
+int unwind_user_file_read(struct file *file, void *buf, size_t len, loff_t pos);
 struct file *unwind_user_file_reopen(struct file *file);
 int unwind_user_provider_open(void);
 void unwind_user_provider_wake(void);

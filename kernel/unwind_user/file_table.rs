@@ -68,7 +68,7 @@ use kernel::{
     alloc::{KVVec, KVec},
     bindings,
     error::code::{E2BIG, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
-    ffi::{c_int, c_long, c_ulong},
+    ffi::{c_long, c_ulong},
     fs::{File, LocalFile},
     global_lock,
     mm::{virt::VmaRef, MmWithUser},
@@ -301,21 +301,21 @@ impl FileTable {
     }
 }
 
-/// Reads `buf.len()` bytes of `file` at `pos`; `ENOEXEC` if it has fewer,
-/// `EINTR` if the read stopped short because the task is being killed (not
-/// the file's fault: its table is not to say it has none).
+/// Reads `buf.len()` bytes of `file` at `pos` from its page cache, not as
+/// the task reads it (`unwind_user_file_read()` says why); `ENOEXEC` if the
+/// file has fewer, or no page cache to read; `EINTR` for a fatal signal
+/// (not the file's fault: its table is not to say it has none).
 fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
-    let mut pos = i64::try_from(pos).map_err(|_| ENOEXEC)?;
+    let pos = i64::try_from(pos).map_err(|_| ENOEXEC)?;
     // SAFETY: `file` is a live file; `buf` is valid for writes of its
-    // length. `kernel_read()` checks that the file was opened for reading.
-    let n = unsafe {
-        bindings::kernel_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), &mut pos)
+    // length.
+    let ret = unsafe {
+        bindings::unwind_user_file_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), pos)
     };
-    match usize::try_from(n) {
-        Ok(n) if n == buf.len() => Ok(()),
-        Ok(_) if usermem::killed() => Err(EINTR),
-        Ok(_) => Err(ENOEXEC),
-        Err(_) => Err(Error::from_errno(n as c_int)),
+    match ret {
+        0 => Ok(()),
+        _ if usermem::killed() => Err(EINTR),
+        e => Err(Error::from_errno(e)),
     }
 }
 

@@ -15,6 +15,7 @@
 #include <linux/pagemap.h>
 #include <linux/stat.h>
 #include <linux/poll.h>
+#include <linux/shmem_fs.h>
 #include <linux/sysctl.h>
 #include <linux/uaccess.h>
 #include <linux/user_namespace.h>
@@ -239,6 +240,55 @@ void unwind_user_file_page_done(struct folio *folio, const void *addr)
 {
 	kunmap_local(addr);
 	folio_put(folio);
+}
+
+/*
+ * Copies @len bytes of @file at @pos to @buf from its page cache, reading
+ * into it what it lacks, as uprobes reads a mapped file's instructions
+ * (copy_insn()): not kernel_read(), which would check the sampled task's
+ * permission to read the file with its LSM and raise fanotify access and
+ * permission events in whichever task's walk builds the table (a
+ * profiled fanotify listener would wait for its own answer). The bytes
+ * are a mapped file's, which the process that mapped it reads anyway;
+ * fanotify's pre-content events were raised when it was mapped. 0,
+ * -EBADF for a file not open for reading, -ENOEXEC for a range past the
+ * end of the file or a file with no page cache to read (DAX): no ELF
+ * file the unwinder can use; -EINTR for a fatal signal, or the file
+ * system's error. May sleep. C: the page cache has no Rust abstraction.
+ */
+int unwind_user_file_read(struct file *file, void *buf, size_t len, loff_t pos)
+{
+	struct address_space *mapping = file->f_mapping;
+	loff_t size = i_size_read(file_inode(file));
+
+	if (!(file->f_mode & FMODE_READ))
+		return -EBADF;
+	if (pos < 0 || pos > size || len > size - pos ||
+	    (!mapping->a_ops->read_folio && !shmem_mapping(mapping)))
+		return -ENOEXEC;
+	while (len) {
+		pgoff_t index = pos >> PAGE_SHIFT;
+		struct folio *folio;
+		size_t off, n;
+
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		if (mapping->a_ops->read_folio)
+			folio = read_mapping_folio(mapping, index, file);
+		else
+			folio = shmem_read_folio(mapping, index);
+		if (IS_ERR(folio))
+			return PTR_ERR(folio);
+		off = offset_in_folio(folio, pos);
+		n = min(len, folio_size(folio) - off);
+		memcpy_from_folio(buf, folio, off, n);
+		folio_put(folio);
+		buf += n;
+		pos += n;
+		len -= n;
+		cond_resched();
+	}
+	return 0;
 }
 
 /*

@@ -65,7 +65,9 @@
  *       and lib.overlay_copied_up: a library on overlayfs rewritten
  *       through the overlay while a child maps it, where a child started
  *       after must get the table of the bytes it maps, not the first
- *       child's.
+ *       child's. lib.fanotify_listener: a walk that builds a library's
+ *       table from its own section raises no fanotify event (a listener
+ *       with a permission mark on it, profiled, would wait for itself).
  *   provider.*  the machine's provider of file tables
  *       (UNWIND_USER_FILE_PROVIDE), this process: its errnos (EPERM for
  *       another user, and for CAP_PERFMON without CAP_SYS_ADMIN, EBUSY for
@@ -98,11 +100,13 @@
 #include <limits.h>
 #include <link.h>
 #include <poll.h>
+#include <pthread.h>
 #include <linux/capability.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fanotify.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -2807,6 +2811,111 @@ TEST_F_TIMEOUT(lib, user_budget_shared, 180)
 	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d", first.status, r.status);
 	print_dl("user B's library", &r);
 	EXPECT_TRUE(have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(0u, r.lib_wrong);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+}
+
+/* A fanotify listener that allows everything and counts @pid's events. */
+struct listener {
+	int fan;
+	pid_t pid;
+	volatile int stop;
+	unsigned int access, perm, other;
+};
+
+static void *listen_events(void *arg)
+{
+	struct listener *l = arg;
+	char buf[4096] __attribute__((aligned(8)));
+	struct fanotify_event_metadata *m;
+	struct pollfd p = { .fd = l->fan, .events = POLLIN };
+	ssize_t n;
+
+	while (!l->stop) {
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		n = read(l->fan, buf, sizeof(buf));
+		for (m = (void *)buf; n > 0 && FAN_EVENT_OK(m, n);
+		     m = FAN_EVENT_NEXT(m, n)) {
+			if (m->mask & FAN_ACCESS_PERM) {
+				struct fanotify_response r = {
+					.fd = m->fd, .response = FAN_ALLOW,
+				};
+
+				if (write(l->fan, &r, sizeof(r)) != sizeof(r))
+					l->other++;
+			}
+			if (m->pid == l->pid) {
+				l->access += !!(m->mask & FAN_ACCESS);
+				l->perm += !!(m->mask & FAN_ACCESS_PERM);
+			} else {
+				l->other++;
+			}
+			if (m->fd >= 0)
+				close(m->fd);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A fanotify listener (a virus scanner, an auditor) with a permission mark
+ * on a library with its own section is profiled: the walks that build the
+ * library's table read it in the listener's own task_work, and an event
+ * raised there would have it wait for its own answer. Here a thread of
+ * this process answers, for the child that maps the library: after its
+ * dlopen(), its walks must raise no event, access or permission, and
+ * still have the table built (complete stacks through the library).
+ */
+TEST_F_TIMEOUT(lib, fanotify_listener, 120)
+{
+	struct listener l = { .fan = -1 };
+	char dir[PATH_MAX], lib[PATH_MAX + 16];
+	struct result a, first, r;
+	struct child c;
+	pthread_t t;
+	int st, ret;
+
+	snprintf(dir, sizeof(dir), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(dir)) TH_LOG("tmpfs at %s: %s", dir, strerror(errno));
+	ASSERT_EQ(0, own_copies(dir, "f", 1, 0));
+	snprintf(lib, sizeof(lib), "%s/f0", dir);
+	l.fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK,
+			      O_RDONLY | O_LARGEFILE);
+	if (l.fan >= 0 &&
+	    fanotify_mark(l.fan, FAN_MARK_ADD, FAN_ACCESS | FAN_ACCESS_PERM,
+			  AT_FDCWD, lib)) {
+		close(l.fan);
+		l.fan = -1;
+	}
+	if (l.fan < 0) {
+		ret = errno;
+		umount2(dir, MNT_DETACH);
+		SKIP(return, "no fanotify permission events: %s", strerror(ret));
+	}
+	ASSERT_EQ(0, pthread_create(&t, NULL, listen_events, &l));
+
+	/* Its answer to a command that does nothing: it mapped the library. */
+	ret = child_start(&c, lib) || child_run(&c, 'n', 0, &a);
+	/* ld.so's reads before that were the child's own. */
+	usleep(200 * 1000);
+	l.pid = c.pid;
+	if (!ret)
+		ret = child_run(&c, 'u', 300, &first) || child_run(&c, 'u', 500, &r);
+	st = child_stop(&c);
+	usleep(200 * 1000);
+	l.stop = 1;
+	pthread_join(t, NULL);
+	close(l.fan);
+	umount2(dir, MNT_DETACH);
+	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d, %d", a.status, first.status, r.status);
+	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
+	print_dl("the listened-to library, second round", &r);
+	printf("# the child's events after dlopen(): %u access, %u permission\n",
+	       l.access, l.perm);
+	EXPECT_EQ(0u, l.access);
+	EXPECT_EQ(0u, l.perm);
 	ASSERT_GE(r.in_lib, 20u);
 	EXPECT_EQ(0u, r.lib_wrong);
 	EXPECT_EQ(r.in_lib, r.lib_complete);
