@@ -68,6 +68,9 @@
  *       child's. lib.fanotify_listener: a walk that builds a library's
  *       table from its own section raises no fanotify event (a listener
  *       with a permission mark on it, profiled, would wait for itself).
+ *       lib.container_budget: the tables of a container's users, in a
+ *       user namespace an unprivileged user made, come from that user's
+ *       share alone.
  *   provider.*  the machine's provider of file tables
  *       (UNWIND_USER_FILE_PROVIDE), this process: its errnos (EPERM for
  *       another user, and for CAP_PERFMON without CAP_SYS_ADMIN, EBUSY for
@@ -2723,7 +2726,11 @@ static int lib_rounds_op(uid_t uid, char op, const char *lib,
 	return ret;
 }
 
-enum { USER_A = 60001, USER_B = 60002 };
+/*
+ * Users of the budget tests; each test its own, since the tables of one
+ * test's files may outlive it until their inodes go.
+ */
+enum { USER_A = 60001, USER_B = 60002, USER_C = 60003, USER_D = 60004 };
 
 /*
  * Writes @n copies of the library with its own section, @dir/@prefix<i>,
@@ -2811,6 +2818,173 @@ TEST_F_TIMEOUT(lib, user_budget_shared, 180)
 	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d", first.status, r.status);
 	print_dl("user B's library", &r);
 	EXPECT_TRUE(have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(0u, r.lib_wrong);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
+}
+
+/* Ids of a container's users, in the initial namespace. */
+enum { CONTAINER_IDS = 200000, CONTAINER_NR = 2000 };
+
+/* Writes @map to the file /proc/@pid/@what: 0 or -1. */
+static int write_id_map(pid_t pid, const char *what, const char *map)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	return write_text(path, map);
+}
+
+/* The parent's side of a container: its process and its pipes. */
+struct container {
+	pid_t pid;
+	int go, ready;
+};
+
+/*
+ * Starts a container of @owner: a process that user starts in a user
+ * namespace of its own (ids 0 to CONTAINER_NR - 1 there are CONTAINER_IDS
+ * on), and a mount namespace where it mounts a tmpfs at @dir and writes
+ * @n copies of the library with its own section for each of two of its
+ * users, root and 1000, whose walks have their tables built. Returns when
+ * they are, with the container waiting for container_stop() (its tmpfs,
+ * and so the tables of its files, go with it): 0 or -1.
+ */
+static int container_start(struct container *ct, uid_t owner,
+			   const char *dir, unsigned int n)
+{
+	int go[2], ready[2];
+	char map[64], c;
+
+	ct->pid = -1;
+	ct->go = ct->ready = -1;
+	if (pipe2(go, O_CLOEXEC))
+		return -1;
+	if (pipe2(ready, O_CLOEXEC)) {
+		close(go[0]);
+		close(go[1]);
+		return -1;
+	}
+	fflush(stdout);
+	ct->pid = fork();
+	if (!ct->pid) {
+		close(go[1]);
+		close(ready[0]);
+		if (setgroups(0, NULL) || setresgid(owner, owner, owner) ||
+		    setresuid(owner, owner, owner) ||
+		    unshare(CLONE_NEWUSER | CLONE_NEWNS))
+			_exit(2);
+		/* The initial namespace's root writes the id maps. */
+		if (write(ready[1], "u", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(3);
+		if (setresgid(0, 0, 0) || setresuid(0, 0, 0) ||
+		    mount("tmpfs", dir, "tmpfs", 0, "mode=0755"))
+			_exit(4);
+		if (own_copies(dir, "r", n, 0) || own_copies(dir, "u", n, 1000))
+			_exit(5);
+		if (walk_files_as(0, dir, "r", 0, n) ||
+		    walk_files_as(1000, dir, "u", 0, n))
+			_exit(6);
+		if (write(ready[1], "d", 1) != 1)
+			_exit(7);
+		/* Until the parent is done: EOF of its end. */
+		_exit(read(go[0], &c, 1) < 0 ? 8 : 0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	ct->go = go[1];
+	ct->ready = ready[0];
+	if (ct->pid < 0)
+		return -1;
+	snprintf(map, sizeof(map), "0 %u %u\n", CONTAINER_IDS, CONTAINER_NR);
+	if (read(ct->ready, &c, 1) != 1 || write_id_map(ct->pid, "uid_map", map) ||
+	    write_id_map(ct->pid, "gid_map", map) || write(ct->go, "g", 1) != 1)
+		return -1;
+	return read(ct->ready, &c, 1) == 1 ? 0 : -1;
+}
+
+/* Ends the container: 0 if it did all it was to, else -1. */
+static int container_stop(struct container *ct)
+{
+	int status = -1;
+
+	close(ct->go);
+	close(ct->ready);
+	if (ct->pid > 0 && waitpid(ct->pid, &status, 0) == ct->pid &&
+	    WIFEXITED(status) && !WEXITSTATUS(status))
+		return 0;
+	printf("# container: status %#x\n", status);
+	return -1;
+}
+
+/*
+ * A container, a user and a mount namespace an unprivileged user made,
+ * has many users: its tables are all paid for by the user who made it,
+ * as ucounts charges a namespace's users to its creator, whatever ids
+ * the container's processes run as. Here user C's container runs two of
+ * them, each with 8 libraries of its own on the container's tmpfs; C
+ * already has two tables. With the users' part ten tables' worth and a
+ * user's share five, the container gets three more tables, not thirteen,
+ * and user D's library is still described. (Charged to each id, the
+ * container's two users would take eight and leave B nothing.)
+ */
+TEST_F_TIMEOUT(lib, container_budget, 300)
+{
+	char dir[PATH_MAX], cdir[PATH_MAX + 8], lib_b[PATH_MAX + 16];
+	unsigned long pool = 0, share = 0;
+	struct file_info t0, t1, t2;
+	struct result first, r;
+	struct container ct;
+	bool have_share;
+	__u64 one;
+	int ret;
+
+	if (geteuid())
+		SKIP(return, "not root: no other user to become");
+	if (!self->have)
+		SKIP(return, "the kernel does not count its file tables");
+	if (access("/proc/self/uid_map", F_OK))
+		SKIP(return, "no user namespaces in this kernel");
+	snprintf(dir, sizeof(dir), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(dir)) TH_LOG("tmpfs at %s: %s", dir, strerror(errno));
+	ASSERT_EQ(0, chmod(self->lc.tmp, 0755));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	snprintf(cdir, sizeof(cdir), "%s/c", dir);
+	ASSERT_EQ(0, mkdir(cdir, 0755));
+	ASSERT_EQ(0, own_copies(dir, "a", 2, USER_C));
+	ASSERT_EQ(0, own_copies(dir, "b", 1, USER_D));
+
+	/* What one table takes, as in user_budget_shared. */
+	ASSERT_EQ(0, walk_files_as(USER_C, dir, "a", 0, 1));
+	ASSERT_EQ(1, query_files(&t0));
+	ASSERT_EQ(0, walk_files_as(USER_C, dir, "a", 1, 2));
+	ASSERT_EQ(1, query_files(&t1));
+	one = t1.file_bytes - t0.file_bytes;
+	ASSERT_LT(0, one);
+
+	ASSERT_EQ(0, sysctl_set("unwind_user_file_bytes_user_max", 10 * one, &pool));
+	have_share = !sysctl_set("unwind_user_file_bytes_per_user", 5 * one, &share);
+	ret = container_start(&ct, USER_C, cdir, 8);
+	query_files(&t2);
+	printf("# one table %llu bytes; user C's container, 16 libraries: %llu tables, %llu bytes more\n",
+	       (unsigned long long)one,
+	       (unsigned long long)(t2.file_tables - t1.file_tables),
+	       (unsigned long long)(t2.file_bytes - t1.file_bytes));
+	snprintf(lib_b, sizeof(lib_b), "%s/b0", dir);
+	if (!ret)
+		ret = lib_rounds_op(USER_D, 'u', lib_b, &first, &r);
+	if (container_stop(&ct))
+		ret = -1;
+	sysctl_set("unwind_user_file_bytes_user_max", pool, NULL);
+	if (have_share)
+		sysctl_set("unwind_user_file_bytes_per_user", share, NULL);
+	umount2(dir, MNT_DETACH);
+	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d", first.status, r.status);
+	print_dl("user D's library", &r);
+	EXPECT_TRUE(have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
+	/* C's share: its two tables and three of the container's. */
+	EXPECT_GE(5 * one, t2.file_bytes - t0.file_bytes + one);
+	EXPECT_LT(0u, t2.file_tables - t1.file_tables);
 	ASSERT_GE(r.in_lib, 20u);
 	EXPECT_EQ(0u, r.lib_wrong);
 	EXPECT_EQ(r.in_lib, r.lib_complete);
