@@ -7,9 +7,11 @@
 #define _LINUX_UNWIND_USER_SFRAME_H
 
 #include <linux/errno.h>
+#include <linux/time64.h>
 #include <linux/types.h>
 
 struct inode;
+struct super_block;
 struct mm_struct;
 struct vm_area_struct;
 struct unwind_user_state;
@@ -57,6 +59,19 @@ struct folio;
 const void *unwind_user_file_first_page(struct file *file, struct folio **folio);
 void unwind_user_file_page_done(struct folio *folio, const void *addr);
 int unwind_user_file_read(struct file *file, void *buf, size_t len, loff_t pos);
+/* What mmap judged of a file with no PT_GNU_SFRAME (files.c). */
+struct unwind_user_judged {
+	const struct inode *inode;
+	const struct super_block *sb;
+	unsigned long ino;
+	loff_t size;
+	time64_t ctime_sec;
+	long ctime_nsec;
+};
+bool unwind_user_file_judged_none(const struct inode *inode);
+bool unwind_user_file_judge_begin(struct inode *inode,
+				  struct unwind_user_judged *j);
+void unwind_user_file_judge_none(const struct unwind_user_judged *j);
 struct file *unwind_user_file_reopen(struct file *file);
 int unwind_user_provider_open(void);
 void unwind_user_provider_wake(void);

@@ -1362,7 +1362,7 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
     let tables = || {
         // SAFETY: `FileMapping::of()` found a file; the VMA holds a
         // reference to it while the mmap lock is held.
-        table.is_some() || may_have_own_section(unsafe { (*vma.as_ptr()).vm_file })
+        table.is_some() || may_have_own_section(unsafe { (*vma.as_ptr()).vm_file }, m.inode)
     };
     let mut r = match (registry, fit) {
         (Some(r), _) => r,
@@ -1411,8 +1411,19 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
 /// a file exec or the dynamic loader just read them from: no read, no
 /// sleep, with the mmap write lock held. `false` only for a file that is
 /// not an x86-64 ELF object the unwinder describes, or one with no
-/// `PT_GNU_SFRAME`, whose code only an agent's table can describe.
-fn may_have_own_section(file: *mut bindings::file) -> bool {
+/// `PT_GNU_SFRAME`, whose code only an agent's table can describe: a
+/// judgement this CPU remembers for `inode`, the file's, until its
+/// contents change (`unwind_user_file_judged_none()`), so that the
+/// libraries every process maps are judged once.
+fn may_have_own_section(file: *mut bindings::file, inode: *const bindings::inode) -> bool {
+    // SAFETY: `inode` is the file's, live while the caller's VMA holds the
+    // file.
+    if unsafe { bindings::unwind_user_file_judged_none(inode) } {
+        return false;
+    }
+    let mut judged = bindings::unwind_user_judged::default();
+    // SAFETY: As above; `judged` is written only.
+    let remember = unsafe { bindings::unwind_user_file_judge_begin(inode.cast_mut(), &mut judged) };
     let mut folio = core::ptr::null_mut();
     // SAFETY: `file` is live (the caller's VMA holds it).
     let page = unsafe { bindings::unwind_user_file_first_page(file, &mut folio) };
@@ -1429,10 +1440,16 @@ fn may_have_own_section(file: *mut bindings::file) -> bool {
     let layout = elf::layout_in(bytes);
     // SAFETY: As returned above, released once; `bytes` is not used again.
     unsafe { bindings::unwind_user_file_page_done(folio, page) };
-    match layout {
+    let may = match layout {
         Ok(layout) => layout.sframe.is_some(),
         Err(e) => e != ENOEXEC,
+    };
+    if !may && remember {
+        // SAFETY: Filled by `unwind_user_file_judge_begin()` for the live
+        // `inode`.
+        unsafe { bindings::unwind_user_file_judge_none(&judged) };
     }
+    may
 }
 
 /// Creates the registry of `mm`, the current task's, where a walk that may

@@ -10,9 +10,11 @@
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/hash.h>
 #include <linux/highmem.h>
 #include <linux/init.h>
 #include <linux/pagemap.h>
+#include <linux/percpu.h>
 #include <linux/stat.h>
 #include <linux/poll.h>
 #include <linux/shmem_fs.h>
@@ -240,6 +242,103 @@ void unwind_user_file_page_done(struct folio *folio, const void *addr)
 {
 	kunmap_local(addr);
 	folio_put(folio);
+}
+
+/*
+ * mmap's judgement that a file has no PT_GNU_SFRAME segment of its own
+ * (may_have_own_section() in file_table.rs), remembered for the files
+ * mapped last on each CPU: every process that starts maps the same
+ * libraries, whose program headers say the same until the file changes.
+ * A slot per hash of the inode, keyed by the inode and the stamp of its
+ * contents, its size and ctime, flagged as queried when judged
+ * (multigrain timestamps), so that a change made after gets a new ctime
+ * even in the same tick; the inode is compared, never dereferenced, and
+ * its file system and number tell a freed inode's successor at the same
+ * address. Per CPU, with preemption off: mmap holds only its own mm's
+ * lock, and a shared table would need a lock of its own. C: Rust has no
+ * per-CPU variables.
+ */
+#define UNWIND_USER_JUDGED_BITS	4
+
+struct unwind_user_judged_cpu {
+	struct unwind_user_judged slot[1 << UNWIND_USER_JUDGED_BITS];
+};
+
+static DEFINE_PER_CPU(struct unwind_user_judged_cpu, unwind_user_judged);
+
+static unsigned int unwind_user_judged_hash(const struct inode *inode)
+{
+	return hash_ptr(inode, UNWIND_USER_JUDGED_BITS);
+}
+
+static bool unwind_user_judged_eq(const struct unwind_user_judged *a,
+				  const struct unwind_user_judged *b)
+{
+	return a->inode == b->inode && a->sb == b->sb && a->ino == b->ino &&
+	       a->size == b->size && a->ctime_sec == b->ctime_sec &&
+	       a->ctime_nsec == b->ctime_nsec;
+}
+
+static void unwind_user_judged_of(const struct inode *inode,
+				  struct unwind_user_judged *j)
+{
+	j->inode = inode;
+	j->sb = inode->i_sb;
+	j->ino = inode->i_ino;
+	j->size = i_size_read(inode);
+	j->ctime_sec = inode_get_ctime_sec(inode);
+	j->ctime_nsec = inode_get_ctime_nsec(inode);
+}
+
+/*
+ * Was @inode's file, as it is now, judged to have no PT_GNU_SFRAME on this
+ * CPU? No lock, no sleep.
+ */
+bool unwind_user_file_judged_none(const struct inode *inode)
+{
+	struct unwind_user_judged_cpu *judged;
+	struct unwind_user_judged now;
+	bool hit;
+
+	unwind_user_judged_of(inode, &now);
+	judged = get_cpu_ptr(&unwind_user_judged);
+	hit = unwind_user_judged_eq(&now, &judged->slot[unwind_user_judged_hash(inode)]);
+	put_cpu_ptr(&unwind_user_judged);
+	return hit;
+}
+
+/*
+ * Before its program headers are read: the stamp of @inode's contents, in
+ * @j, with its ctime flagged as queried; false if the file is open for
+ * writing, whose contents may change with no new ctime yet (a write sets
+ * the times before it copies the bytes).
+ */
+bool unwind_user_file_judge_begin(struct inode *inode,
+				  struct unwind_user_judged *j)
+{
+	struct timespec64 mtime, ctime;
+
+	if (inode_is_open_for_write(inode))
+		return false;
+	unwind_user_inode_times(inode, &mtime, &ctime);
+	unwind_user_judged_of(inode, j);
+	return true;
+}
+
+/*
+ * After: remembers on this CPU that the file of @j has no PT_GNU_SFRAME,
+ * unless it was opened for writing meanwhile (a writer that opened it
+ * after unwind_user_file_judge_begin() changes its ctime).
+ */
+void unwind_user_file_judge_none(const struct unwind_user_judged *j)
+{
+	struct unwind_user_judged_cpu *judged;
+
+	if (inode_is_open_for_write(j->inode))
+		return;
+	judged = get_cpu_ptr(&unwind_user_judged);
+	judged->slot[unwind_user_judged_hash(j->inode)] = *j;
+	put_cpu_ptr(&unwind_user_judged);
 }
 
 /*

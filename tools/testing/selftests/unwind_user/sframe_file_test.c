@@ -68,6 +68,8 @@
  *       child's. lib.fanotify_listener: a walk that builds a library's
  *       table from its own section raises no fanotify event (a listener
  *       with a permission mark on it, profiled, would wait for itself).
+ *       lib.judged_then_rewritten: a file mmap judged to have no section
+ *       of its own, rewritten in place with one, is judged again.
  *       lib.container_budget: the tables of a container's users, in a
  *       user namespace an unprivileged user made, come from that user's
  *       share alone.
@@ -2362,6 +2364,80 @@ TEST_F_TIMEOUT(lib, open_for_writing, 120)
 	ASSERT_GE(s.in_lib, 20u);
 	EXPECT_LE(s.after.nofault_faults - s.before.nofault_faults, 4);
 	EXPECT_EQ(d.before.nr_sections, s.after.nr_sections);
+}
+
+/*
+ * mmap judges from its program headers whether a file with no table may
+ * have a section of its own, and each CPU remembers the files it judged
+ * to have none. The copy with its section hidden, mapped by a first
+ * child, then rewritten in place (the same inode) with the section: a
+ * second child that maps it, sampled at sample time only (plain perf
+ * record -g), must have its first walk end to ask for the table, and
+ * get complete stacks through the library.
+ * Both children run on one CPU, the one that remembered the judgement.
+ */
+TEST_F_TIMEOUT(lib, judged_then_rewritten, 120)
+{
+	char src[PATH_MAX], path[PATH_MAX];
+	struct result a, first, r;
+	cpu_set_t all, one;
+	struct child c;
+	int cpu, fd, st_a, st_b, ret;
+	size_t len;
+	void *own;
+
+	snprintf(path, sizeof(path), "%s/libsframe_dl_judged.so", self->lc.tmp);
+	ASSERT_EQ(0, write_new(path, self->lc.elf, self->lc.elf_len));
+	snprintf(src, sizeof(src), "%s/libsframe_dl.so", here);
+	own = read_all(src, &len);
+	ASSERT_NE(NULL, own);
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(all), &all));
+	for (cpu = 0; !CPU_ISSET(cpu, &all); cpu++)
+		;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
+
+	/*
+	 * This program's own table, built by a walk of a child that does not
+	 * map the library: the next children's only file a table may come
+	 * for is the library.
+	 */
+	ret = child_start(&c, NULL) || child_run(&c, 'q', 100, &a);
+	st_a = child_stop(&c);
+	/* Its answer to a command that does nothing: it mapped the library. */
+	if (!ret && WIFEXITED(st_a) && !WEXITSTATUS(st_a))
+		ret = child_start(&c, path) || child_run(&c, 'n', 0, &a);
+	st_a = child_stop(&c);
+	/* The section, written in place: the same inode, new contents. */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0 || write(fd, own, len) != (ssize_t)len)
+		ret = -1;
+	if (fd >= 0)
+		close(fd);
+	free(own);
+	if (!ret)
+		ret = child_start(&c, path) || child_run(&c, 'D', 300, &first) ||
+		      child_run(&c, 'D', 500, &r);
+	st_b = child_stop(&c);
+	sched_setaffinity(0, sizeof(all), &all);
+	ASSERT_EQ(0, ret) TH_LOG("children: %d, %d, %d", a.status, first.status, r.status);
+	ASSERT_TRUE(WIFEXITED(st_a) && !WEXITSTATUS(st_a));
+	ASSERT_TRUE(WIFEXITED(st_b) && !WEXITSTATUS(st_b));
+	print_dl("rewritten with its section, at sample time, first round", &first);
+	print_dl("rewritten with its section, at sample time", &r);
+	printf("# walks that ended to ask for the table: %llu\n",
+	       (unsigned long long)(first.after.nofault_faults -
+				    first.before.nofault_faults));
+	/*
+	 * Judged to have none, the library would have its first samples'
+	 * walks take the frame-pointer rule through it until some walk's
+	 * attach pass builds its table.
+	 */
+	EXPECT_LE(1, first.after.nofault_faults - first.before.nofault_faults);
+	ASSERT_GE(r.in_lib, 20u);
+	EXPECT_EQ(0u, r.lib_wrong);
+	EXPECT_EQ(r.in_lib, r.lib_complete);
 }
 
 /*
