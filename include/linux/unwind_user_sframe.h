@@ -59,7 +59,7 @@ struct folio;
 const void *unwind_user_file_first_page(struct file *file, struct folio **folio);
 void unwind_user_file_page_done(struct folio *folio, const void *addr);
 int unwind_user_file_read(struct file *file, void *buf, size_t len, loff_t pos);
-/* What mmap judged of a file with no PT_GNU_SFRAME (files.c). */
+/* What mmap judged of a file's program headers (files.c). */
 struct unwind_user_judged {
 	const struct inode *inode;
 	const struct super_block *sb;
@@ -67,11 +67,12 @@ struct unwind_user_judged {
 	loff_t size;
 	time64_t ctime_sec;
 	long ctime_nsec;
+	bool may;	/* may have a PT_GNU_SFRAME of its own */
 };
-bool unwind_user_file_judged_none(const struct inode *inode);
+bool unwind_user_file_judged(const struct inode *inode, bool *may);
 bool unwind_user_file_judge_begin(struct inode *inode,
 				  struct unwind_user_judged *j);
-void unwind_user_file_judge_none(const struct unwind_user_judged *j);
+void unwind_user_file_judge_end(const struct unwind_user_judged *j);
 struct file *unwind_user_file_reopen(struct file *file);
 int unwind_user_provider_open(void);
 void unwind_user_provider_wake(void);

@@ -87,15 +87,21 @@ global_lock! {
     unsafe(uninit) static FILES: Mutex<KVVec<Arc<FileTable>>> = KVVec::new();
 }
 
-/// Initialises the lock of the machine's file tables.
+global_lock! {
+    // SAFETY: As `FILES`.
+    unsafe(uninit) static BUILDING: Mutex<KVec<usize>> = KVec::new();
+}
+
+/// Initialises the locks of the machine's file tables.
 ///
 /// # Safety
 ///
-/// Called once, before any other use of the lock.
+/// Called once, before any other use of the locks.
 pub(crate) unsafe fn init() {
     // SAFETY: The caller's contract.
     unsafe {
         FILES.init();
+        BUILDING.init();
         memory::init();
         provider::init();
     }
@@ -1189,6 +1195,37 @@ fn attach_tables(
 /// Most files one attach pass reads for tables they have not got yet.
 const MAX_BUILDS: usize = 64;
 
+/// A walk's claim on building the table of a file, by its inode's address
+/// (in [`BUILDING`], for as long as the claim lives): the walks of other
+/// threads and processes that meet the file meanwhile leave it to a later
+/// walk, which finds its table, rather than each read and validate it
+/// too (up to 64 MiB of section, and its code).
+struct Building(usize);
+
+impl Building {
+    /// The claim on the file of `inode`; `None` if another walk has it, or
+    /// if there was no memory to record it (the file is left for later
+    /// then too).
+    fn claim(inode: *const bindings::inode) -> Option<Building> {
+        let key = inode as usize;
+        let mut building = BUILDING.lock();
+        if building.contains(&key) {
+            return None;
+        }
+        building.push(key, GFP_KERNEL).ok()?;
+        Some(Building(key))
+    }
+}
+
+impl Drop for Building {
+    fn drop(&mut self) {
+        let mut building = BUILDING.lock();
+        if let Some(i) = building.iter().position(|&k| k == self.0) {
+            let _ = building.remove(i);
+        }
+    }
+}
+
 /// Attaches to `mm`, the current task's address space whose registry is
 /// `smm`, the tables of every file it maps executable, building those of
 /// files that have none yet from their own `PT_GNU_SFRAME` segment: what a
@@ -1277,6 +1314,11 @@ pub(crate) fn attach_mapped(mm: &MmWithUser, smm: &SframeMm, files_gen: u64, pc:
     let mut given_up = KVec::new();
     let mut asked = false;
     for file in Iterator::chain(unknown.into_iter(), covered).take(MAX_BUILDS) {
+        // Being built by another walk: not given up, the next walk finds
+        // its table. Claimed until it is in `FILES`.
+        let Some(_claim) = Building::claim(inode_of(&file)) else {
+            continue;
+        };
         let built = build_own(&file).inspect(|t| asked |= t.askable() && ask(t, &file));
         // Not inserted because a table appeared meanwhile: that one.
         if built.and_then(|t| insert(t, false)).is_err() {
@@ -1411,15 +1453,16 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
 /// a file exec or the dynamic loader just read them from: no read, no
 /// sleep, with the mmap write lock held. `false` only for a file that is
 /// not an x86-64 ELF object the unwinder describes, or one with no
-/// `PT_GNU_SFRAME`, whose code only an agent's table can describe: a
-/// judgement this CPU remembers for `inode`, the file's, until its
-/// contents change (`unwind_user_file_judged_none()`), so that the
-/// libraries every process maps are judged once.
+/// `PT_GNU_SFRAME`, whose code only an agent's table can describe. This
+/// CPU remembers the judgement for `inode`, the file's, until its
+/// contents change (`unwind_user_file_judged()`), so that the libraries
+/// every process maps are judged once.
 fn may_have_own_section(file: *mut bindings::file, inode: *const bindings::inode) -> bool {
+    let mut may = false;
     // SAFETY: `inode` is the file's, live while the caller's VMA holds the
-    // file.
-    if unsafe { bindings::unwind_user_file_judged_none(inode) } {
-        return false;
+    // file; `may` is written only.
+    if unsafe { bindings::unwind_user_file_judged(inode, &mut may) } {
+        return may;
     }
     let mut judged = bindings::unwind_user_judged::default();
     // SAFETY: As above; `judged` is written only.
@@ -1428,7 +1471,7 @@ fn may_have_own_section(file: *mut bindings::file, inode: *const bindings::inode
     // SAFETY: `file` is live (the caller's VMA holds it).
     let page = unsafe { bindings::unwind_user_file_first_page(file, &mut folio) };
     if page.is_null() {
-        // Not in the page cache: it may.
+        // Not in the page cache: it may, until it is.
         return true;
     }
     // SAFETY: `page` maps the file's first page, `PAGE_SIZE` bytes, until
@@ -1440,16 +1483,16 @@ fn may_have_own_section(file: *mut bindings::file, inode: *const bindings::inode
     let layout = elf::layout_in(bytes);
     // SAFETY: As returned above, released once; `bytes` is not used again.
     unsafe { bindings::unwind_user_file_page_done(folio, page) };
-    let may = match layout {
+    judged.may = match layout {
         Ok(layout) => layout.sframe.is_some(),
         Err(e) => e != ENOEXEC,
     };
-    if !may && remember {
+    if remember {
         // SAFETY: Filled by `unwind_user_file_judge_begin()` for the live
         // `inode`.
-        unsafe { bindings::unwind_user_file_judge_none(&judged) };
+        unsafe { bindings::unwind_user_file_judge_end(&judged) };
     }
-    may
+    judged.may
 }
 
 /// Creates the registry of `mm`, the current task's, where a walk that may
@@ -1463,6 +1506,31 @@ pub(crate) fn registry_for_walk(mm: &MmWithUser) -> Result {
 #[kunit_tests(unwind_user_file_table)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_walk_builds_a_file_at_a_time() {
+        // Keys no inode has: this test's own statics.
+        static A: u8 = 0;
+        static B: u8 = 0;
+        let (a, b) = (
+            core::ptr::from_ref(&A).cast::<bindings::inode>(),
+            core::ptr::from_ref(&B).cast::<bindings::inode>(),
+        );
+        let first = Building::claim(a);
+        assert!(first.is_some());
+        // Another walk meets the same file: left to it.
+        assert!(Building::claim(a).is_none());
+        // Another file is built meanwhile.
+        let other = Building::claim(b);
+        assert!(other.is_some());
+        drop(first);
+        // Built (or not): the next walk may try again.
+        let again = Building::claim(a);
+        assert!(again.is_some());
+        drop(other);
+        drop(again);
+        assert!(Building::claim(b).is_some());
+    }
 
     #[test]
     fn a_table_over_budget_keeps_the_larger_need() -> Result {

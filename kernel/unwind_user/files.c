@@ -245,8 +245,8 @@ void unwind_user_file_page_done(struct folio *folio, const void *addr)
 }
 
 /*
- * mmap's judgement that a file has no PT_GNU_SFRAME segment of its own
- * (may_have_own_section() in file_table.rs), remembered for the files
+ * mmap's judgement whether a file may have a PT_GNU_SFRAME segment of its
+ * own (may_have_own_section() in file_table.rs), remembered for the files
  * mapped last on each CPU: every process that starts maps the same
  * libraries, whose program headers say the same until the file changes.
  * A slot per hash of the inode, keyed by the inode and the stamp of its
@@ -291,18 +291,20 @@ static void unwind_user_judged_of(const struct inode *inode,
 }
 
 /*
- * Was @inode's file, as it is now, judged to have no PT_GNU_SFRAME on this
- * CPU? No lock, no sleep.
+ * Was @inode's file, as it is now, judged on this CPU? If so, whether it
+ * may have a PT_GNU_SFRAME, in @may. No lock, no sleep.
  */
-bool unwind_user_file_judged_none(const struct inode *inode)
+bool unwind_user_file_judged(const struct inode *inode, bool *may)
 {
 	struct unwind_user_judged_cpu *judged;
-	struct unwind_user_judged now;
+	struct unwind_user_judged now, *slot;
 	bool hit;
 
 	unwind_user_judged_of(inode, &now);
 	judged = get_cpu_ptr(&unwind_user_judged);
-	hit = unwind_user_judged_eq(&now, &judged->slot[unwind_user_judged_hash(inode)]);
+	slot = &judged->slot[unwind_user_judged_hash(inode)];
+	hit = unwind_user_judged_eq(&now, slot);
+	*may = slot->may;
 	put_cpu_ptr(&unwind_user_judged);
 	return hit;
 }
@@ -326,11 +328,11 @@ bool unwind_user_file_judge_begin(struct inode *inode,
 }
 
 /*
- * After: remembers on this CPU that the file of @j has no PT_GNU_SFRAME,
+ * After: remembers on this CPU the judgement @j->may of the file of @j,
  * unless it was opened for writing meanwhile (a writer that opened it
  * after unwind_user_file_judge_begin() changes its ctime).
  */
-void unwind_user_file_judge_none(const struct unwind_user_judged *j)
+void unwind_user_file_judge_end(const struct unwind_user_judged *j)
 {
 	struct unwind_user_judged_cpu *judged;
 
