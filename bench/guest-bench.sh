@@ -60,7 +60,7 @@ perf_mode() {
 	fp|nmisf)	cg=fp ;;
 	sframe)		cg=fp,defer ;;
 	dwarf)		cg=dwarf ;;
-	fpb)		cg=fp prog=$D/fp/imgdemo ;;
+	fpb|fpbfp)	cg=fp prog=$D/fp/imgdemo ;;
 	fpbdefer)	cg=fp,defer prog=$D/fp/imgdemo ;;
 	esac
 }
@@ -69,7 +69,11 @@ perf_mode() {
 perf_run() {
 	m=$1
 	perf_mode $m
-	if [ $m = fp ]; then echo N >$NMI_SFRAME; else echo Y >$NMI_SFRAME; fi
+	# fp, fpbfp: the frame-pointer walk alone, as mainline's kernel has it.
+	case $m in
+	fp|fpbfp)	echo N >$NMI_SFRAME ;;
+	*)		echo Y >$NMI_SFRAME ;;
+	esac
 	t0=$(date +%s)
 	if [ -z "$cg" ]; then
 		$prog "$PERF_SECONDS" >$m.out 2>$m.err
@@ -210,7 +214,7 @@ if phase perf; then
 	echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent 2>/dev/null
 	echo "bench: perfinfo version=$(perf version 2>&1 | tr ' ' '_')"
 	r=0
-	modes="none fp sframe nmisf fpb fpbdefer dwarf"
+	modes="none fp sframe nmisf fpbfp fpb fpbdefer dwarf"
 	while [ $r -le $PERF_ROUNDS ]; do
 		# One more unprofiled run after the last round.
 		[ $r -eq $PERF_ROUNDS ] && modes=none
