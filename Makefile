@@ -86,8 +86,9 @@ SERIES_DIR ?= $(KBUILD_DIR)/series
 SYNTH_LIBS := $(addprefix /lib/x86_64-linux-gnu/,libc.so.6 ld-linux-x86-64.so.2 libm.so.6)
 REPO       := $(CURDIR)
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
-# Seconds a guest may run before it counts as hung.
-BOOT_TIMEOUT ?= 900
+# Seconds a guest may run before it counts as hung (make check's test
+# guest runs about 12 minutes).
+BOOT_TIMEOUT ?= 1200
 # make bench's guest clock under TCG: -icount shift=N, one instruction is
 # 2^N ns of guest time, so that what the guest times is a count of
 # instructions, deaf to the host's load. Empty: host time.

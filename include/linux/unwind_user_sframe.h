@@ -19,6 +19,7 @@ struct unwind_user_frame;
 
 #ifdef CONFIG_USERSPACE_UNWINDER_SFRAME
 
+bool unwind_user_sframe_walks_nofault(struct mm_struct *mm);
 bool unwind_user_sframe_start(struct mm_struct *mm,
 			      struct unwind_user_state *state);
 int unwind_user_sframe_next(struct unwind_user_state *state,
@@ -89,6 +90,11 @@ const void *unwind_user_vdso_image(unsigned long *size);
 unsigned long unwind_user_vdso_base(struct mm_struct *mm);
 
 #else /* !CONFIG_USERSPACE_UNWINDER_SFRAME */
+
+static inline bool unwind_user_sframe_walks_nofault(struct mm_struct *mm)
+{
+	return false;
+}
 
 static inline bool unwind_user_sframe_start(struct mm_struct *mm,
 					    struct unwind_user_state *state)

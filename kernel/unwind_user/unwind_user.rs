@@ -157,15 +157,32 @@ pub unsafe extern "C" fn unwind_user_assist_signal(timeout_ms: *mut c_uint) -> c
     signo
 }
 
+/// Does the SFrame unwinder take part in a walk at NMI or IRQ time of the
+/// current task, whose mm is `mm`? Not in an address space with no
+/// registry where no table may come: that walk is the caller's own
+/// frame-pointer walk, at its cost, asked before any set-up of the walk
+/// and leaving no state behind (a frame-pointer distribution's programs
+/// under plain `perf record -g`).
+///
+/// # Safety
+///
+/// `mm` must be the current task's mm, in any context.
+#[export]
+pub unsafe extern "C" fn unwind_user_sframe_walks_nofault(mm: *mut bindings::mm_struct) -> bool {
+    // SAFETY: `mm` is the current task's mm (the caller's contract), which
+    // has users while the task runs.
+    let mm = unsafe { MmWithUser::from_raw(mm) };
+    SframeMm::of(mm).is_some() || tables_may_come_bare(mm)
+}
+
 /// Prepares `state`, a walk of the current task, for SFrame steps: finds
 /// the registry of `mm` once for the walk. Any walk may meet code a file's
 /// table describes, so it takes part: one that may sleep attaches the
 /// tables of the files it meets; one at NMI or IRQ time asks for a
 /// deferred unwind that attaches them, and ends at code a table not
-/// attached yet may describe ([`WalkDriver`]). But a walk at NMI or IRQ
-/// time in an address space with no registry, where no table may come,
-/// does not: it is the frame-pointer walk, at its cost, and leaves no
-/// state behind.
+/// attached yet may describe ([`WalkDriver`]); unless
+/// [`unwind_user_sframe_walks_nofault`] said there is nothing to take
+/// part in.
 ///
 /// # Safety
 ///
@@ -182,10 +199,9 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
     // has users while the task runs.
     let mm = unsafe { MmWithUser::from_raw(mm) };
     let Some(smm) = SframeMm::of(mm) else {
-        if state.nofault && !tables_may_come_bare(mm) {
-            return false;
-        }
-        // The first step creates the registry (`unwind_user_sframe_next()`).
+        // The first step creates the registry (`unwind_user_sframe_next()`);
+        // at NMI or IRQ time, `unwind_user_sframe_walks_nofault()` said a
+        // table may come.
         state.sframe_mm = core::ptr::null_mut();
         return true;
     };
