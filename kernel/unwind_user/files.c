@@ -147,10 +147,13 @@ void unwind_user_inode_times(struct inode *inode, struct timespec64 *mtime,
 /*
  * Marks @inode as one whose file has a table, or may have: evict() tells
  * the unwinder only of such inodes (AS_SFRAME_TABLE). Under the inode's
- * lock: not every writer of the mapping's flags updates them atomically
- * (ext4 sets the folio orders of a live inode when its journal flag
- * changes, with the inode locked), and a lost mark would leave a table
- * keyed by a freed inode. Once per inode. Called with no lock held.
+ * lock: not every writer of the mapping's flags updates them atomically,
+ * and a lost mark would leave a table keyed by a freed inode. In 7.2 those
+ * writers are inode_init_always() and mapping_set_folio_order_range()'s
+ * callers, which all run while the inode is being set up (I_NEW), before
+ * a file of it can be opened, but for ext4, which sets the folio orders
+ * of a live inode when its journal flag changes, with the inode locked
+ * exclusively. Once per inode. Called with no lock held.
  */
 void unwind_user_inode_mark_table(struct inode *inode)
 {
