@@ -2834,6 +2834,55 @@ static int own_copies(const char *dir, const char *prefix, unsigned int n,
 }
 
 /*
+ * The budget tests' users and limits: @a's @n libraries and @b's one in a
+ * private tmpfs (@bud->dir, which the other users reach), what one table
+ * takes (@bud->one: @a's second library's; the first walk also has the
+ * tables of this program and its libraries built), with @bud->t0 and
+ * @bud->t1 the machine's tables before and after it; then the users' part
+ * of the budget made ten tables' worth and a user's share five
+ * (budget_end() puts them back).
+ */
+struct budget {
+	char dir[PATH_MAX];
+	struct file_info t0, t1;
+	__u64 one;
+	unsigned long pool, share;
+	bool have_share;
+};
+
+static void budget_start(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(lib) *self, struct budget *bud,
+			 uid_t a, unsigned int n, uid_t b)
+{
+	snprintf(bud->dir, sizeof(bud->dir), "%s/priv", self->lc.tmp);
+	ASSERT_EQ(0, private_tmpfs(bud->dir))
+		TH_LOG("tmpfs at %s: %s", bud->dir, strerror(errno));
+	/* Reached by the other users. */
+	ASSERT_EQ(0, chmod(self->lc.tmp, 0755));
+	ASSERT_EQ(0, chmod(bud->dir, 0755));
+	ASSERT_EQ(0, own_copies(bud->dir, "a", n, a));
+	ASSERT_EQ(0, own_copies(bud->dir, "b", 1, b));
+	ASSERT_EQ(0, walk_files_as(a, bud->dir, "a", 0, 1));
+	ASSERT_EQ(1, query_files(&bud->t0));
+	ASSERT_EQ(0, walk_files_as(a, bud->dir, "a", 1, 2));
+	ASSERT_EQ(1, query_files(&bud->t1));
+	bud->one = bud->t1.file_bytes - bud->t0.file_bytes;
+	ASSERT_LT(0, bud->one);
+	ASSERT_EQ(0, sysctl_set("unwind_user_file_bytes_user_max", 10 * bud->one,
+				&bud->pool));
+	bud->have_share = !sysctl_set("unwind_user_file_bytes_per_user",
+				      5 * bud->one, &bud->share);
+}
+
+static void budget_end(struct budget *bud)
+{
+	sysctl_set("unwind_user_file_bytes_user_max", bud->pool, NULL);
+	if (bud->have_share)
+		sysctl_set("unwind_user_file_bytes_per_user", bud->share, NULL);
+	umount2(bud->dir, MNT_DETACH);
+}
+
+/*
  * One user fills the users' part of the budget of file tables with the
  * tables of their own libraries (each a copy with its own section, which
  * their process's walks have the kernel build); another user's library must
@@ -2843,57 +2892,32 @@ static int own_copies(const char *dir, const char *prefix, unsigned int n,
  */
 TEST_F_TIMEOUT(lib, user_budget_shared, 180)
 {
-	char dir[PATH_MAX], lib_b[PATH_MAX + 16];
-	unsigned long pool = 0, share = 0;
-	struct file_info t0, t1, t2;
+	char lib_b[PATH_MAX + 16];
 	struct result first, r;
-	bool have_share;
-	__u64 one;
+	struct budget bud;
+	struct file_info t2;
 	int ret;
 
 	if (geteuid())
 		SKIP(return, "not root: no other user to become");
 	if (!self->have)
 		SKIP(return, "the kernel does not count its file tables");
-	snprintf(dir, sizeof(dir), "%s/priv", self->lc.tmp);
-	ASSERT_EQ(0, private_tmpfs(dir)) TH_LOG("tmpfs at %s: %s", dir, strerror(errno));
-	/* Reached by the other users. */
-	ASSERT_EQ(0, chmod(self->lc.tmp, 0755));
-	ASSERT_EQ(0, chmod(dir, 0755));
-	ASSERT_EQ(0, own_copies(dir, "a", 17, USER_A));
-	ASSERT_EQ(0, own_copies(dir, "b", 1, USER_B));
-
-	/*
-	 * What one table takes: the second library's (the first walk also
-	 * has the tables of this program and its libraries built).
-	 */
-	ASSERT_EQ(0, walk_files_as(USER_A, dir, "a", 0, 1));
-	ASSERT_EQ(1, query_files(&t0));
-	ASSERT_EQ(0, walk_files_as(USER_A, dir, "a", 1, 2));
-	ASSERT_EQ(1, query_files(&t1));
-	one = t1.file_bytes - t0.file_bytes;
-	ASSERT_LT(0, one);
-
+	budget_start(_metadata, self, &bud, USER_A, 17, USER_B);
 	/* A's two tables are the only users' tables: room for 8 more. */
-	ASSERT_EQ(0, sysctl_set("unwind_user_file_bytes_user_max", 10 * one, &pool));
-	have_share = !sysctl_set("unwind_user_file_bytes_per_user", 5 * one, &share);
-	ret = walk_files_as(USER_A, dir, "a", 2, 17);
+	ret = walk_files_as(USER_A, bud.dir, "a", 2, 17);
 	query_files(&t2);
 	printf("# one table %llu bytes; user A's 15 more libraries: %llu tables, %llu bytes more\n",
-	       (unsigned long long)one,
-	       (unsigned long long)(t2.file_tables - t0.file_tables),
-	       (unsigned long long)(t2.file_bytes - t0.file_bytes));
-	snprintf(lib_b, sizeof(lib_b), "%s/b0", dir);
+	       (unsigned long long)bud.one,
+	       (unsigned long long)(t2.file_tables - bud.t0.file_tables),
+	       (unsigned long long)(t2.file_bytes - bud.t0.file_bytes));
+	snprintf(lib_b, sizeof(lib_b), "%s/b0", bud.dir);
 	if (!ret)
 		/* Its own samples: the test guest lets no user sample the kernel. */
 		ret = lib_rounds_op(USER_B, 'u', lib_b, &first, &r);
-	sysctl_set("unwind_user_file_bytes_user_max", pool, NULL);
-	if (have_share)
-		sysctl_set("unwind_user_file_bytes_per_user", share, NULL);
-	umount2(dir, MNT_DETACH);
+	budget_end(&bud);
 	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d", first.status, r.status);
 	print_dl("user B's library", &r);
-	EXPECT_TRUE(have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
+	EXPECT_TRUE(bud.have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
 	ASSERT_GE(r.in_lib, 20u);
 	EXPECT_EQ(0u, r.lib_wrong);
 	EXPECT_EQ(r.in_lib, r.lib_complete);
@@ -3006,13 +3030,11 @@ static int container_stop(struct container *ct)
  */
 TEST_F_TIMEOUT(lib, container_budget, 300)
 {
-	char dir[PATH_MAX], cdir[PATH_MAX + 8], lib_b[PATH_MAX + 16];
-	unsigned long pool = 0, share = 0;
-	struct file_info t0, t1, t2;
+	char cdir[PATH_MAX + 8], lib_b[PATH_MAX + 16];
 	struct result first, r;
-	struct container ct;
-	bool have_share;
-	__u64 one;
+	struct container ct = { .pid = -1, .go = -1, .ready = -1 };
+	struct budget bud;
+	struct file_info t2;
 	int ret;
 
 	if (geteuid())
@@ -3021,46 +3043,26 @@ TEST_F_TIMEOUT(lib, container_budget, 300)
 		SKIP(return, "the kernel does not count its file tables");
 	if (access("/proc/self/uid_map", F_OK))
 		SKIP(return, "no user namespaces in this kernel");
-	snprintf(dir, sizeof(dir), "%s/priv", self->lc.tmp);
-	ASSERT_EQ(0, private_tmpfs(dir)) TH_LOG("tmpfs at %s: %s", dir, strerror(errno));
-	ASSERT_EQ(0, chmod(self->lc.tmp, 0755));
-	ASSERT_EQ(0, chmod(dir, 0755));
-	snprintf(cdir, sizeof(cdir), "%s/c", dir);
-	ASSERT_EQ(0, mkdir(cdir, 0755));
-	ASSERT_EQ(0, own_copies(dir, "a", 2, USER_C));
-	ASSERT_EQ(0, own_copies(dir, "b", 1, USER_D));
-
-	/* What one table takes, as in user_budget_shared. */
-	ASSERT_EQ(0, walk_files_as(USER_C, dir, "a", 0, 1));
-	ASSERT_EQ(1, query_files(&t0));
-	ASSERT_EQ(0, walk_files_as(USER_C, dir, "a", 1, 2));
-	ASSERT_EQ(1, query_files(&t1));
-	one = t1.file_bytes - t0.file_bytes;
-	ASSERT_LT(0, one);
-
-	ASSERT_EQ(0, sysctl_set("unwind_user_file_bytes_user_max", 10 * one, &pool));
-	have_share = !sysctl_set("unwind_user_file_bytes_per_user", 5 * one, &share);
-	ret = container_start(&ct, USER_C, cdir, 8);
+	budget_start(_metadata, self, &bud, USER_C, 2, USER_D);
+	snprintf(cdir, sizeof(cdir), "%s/c", bud.dir);
+	ret = mkdir(cdir, 0755) ? -1 : container_start(&ct, USER_C, cdir, 8);
 	query_files(&t2);
 	printf("# one table %llu bytes; user C's container, 16 libraries: %llu tables, %llu bytes more\n",
-	       (unsigned long long)one,
-	       (unsigned long long)(t2.file_tables - t1.file_tables),
-	       (unsigned long long)(t2.file_bytes - t1.file_bytes));
-	snprintf(lib_b, sizeof(lib_b), "%s/b0", dir);
+	       (unsigned long long)bud.one,
+	       (unsigned long long)(t2.file_tables - bud.t1.file_tables),
+	       (unsigned long long)(t2.file_bytes - bud.t1.file_bytes));
+	snprintf(lib_b, sizeof(lib_b), "%s/b0", bud.dir);
 	if (!ret)
 		ret = lib_rounds_op(USER_D, 'u', lib_b, &first, &r);
 	if (container_stop(&ct))
 		ret = -1;
-	sysctl_set("unwind_user_file_bytes_user_max", pool, NULL);
-	if (have_share)
-		sysctl_set("unwind_user_file_bytes_per_user", share, NULL);
-	umount2(dir, MNT_DETACH);
+	budget_end(&bud);
 	ASSERT_EQ(0, ret) TH_LOG("child: %d, %d", first.status, r.status);
 	print_dl("user D's library", &r);
-	EXPECT_TRUE(have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
+	EXPECT_TRUE(bud.have_share) TH_LOG("no kernel.unwind_user_file_bytes_per_user");
 	/* C's share: its two tables and three of the container's. */
-	EXPECT_GE(5 * one, t2.file_bytes - t0.file_bytes + one);
-	EXPECT_LT(0u, t2.file_tables - t1.file_tables);
+	EXPECT_GE(5 * bud.one, t2.file_bytes - bud.t0.file_bytes + bud.one);
+	EXPECT_LT(0u, t2.file_tables - bud.t1.file_tables);
 	ASSERT_GE(r.in_lib, 20u);
 	EXPECT_EQ(0u, r.lib_wrong);
 	EXPECT_EQ(r.in_lib, r.lib_complete);
