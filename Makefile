@@ -38,7 +38,7 @@ KSFT_VNG   := $(VNG_DIR)/kselftest
 # kvm if make check's probe found KVM working on this machine, else tcg.
 VNG_ACCEL  ?= $(shell cat $(KBUILD_DIR)/check/kvm-probe 2>/dev/null || echo tcg)
 # Seconds each test program may run (the busybox guest's bound too).
-VNG_TEST_TIMEOUT ?= 300
+VNG_TEST_TIMEOUT ?= 600
 # More arguments of run_kselftest.sh, e.g. -t unwind_user:sframe_jit_test.
 KSFT_ARGS  ?=
 # make check-kasan: the test kernel plus harness/configs/kasan.config,
