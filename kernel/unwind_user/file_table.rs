@@ -68,7 +68,7 @@ use kernel::{
     alloc::{KVVec, KVec},
     bindings,
     error::code::{E2BIG, EBADF, EEXIST, EINVAL, ENOENT, ENOEXEC, ENOSPC, EPERM, ETXTBSY},
-    ffi::{c_long, c_ulong},
+    ffi::{c_int, c_long, c_ulong},
     fs::{File, LocalFile},
     global_lock,
     mm::{virt::VmaRef, MmWithUser},
@@ -307,16 +307,42 @@ impl FileTable {
     }
 }
 
-/// Reads `buf.len()` bytes of `file` at `pos` from its page cache, not as
-/// the task reads it (`unwind_user_file_read()` says why); `ENOEXEC` if the
-/// file has fewer, or no page cache to read; `EINTR` for a fatal signal
-/// (not the file's fault: its table is not to say it has none).
-fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
-    let pos = i64::try_from(pos).map_err(|_| ENOEXEC)?;
-    // SAFETY: `file` is a live file; `buf` is valid for writes of its
-    // length.
-    let ret = unsafe {
-        bindings::unwind_user_file_read(file.as_ptr(), buf.as_mut_ptr().cast(), buf.len(), pos)
+/// How the kernel reads a file to build its table.
+#[derive(Clone, Copy)]
+enum FileRead {
+    /// A file the current task maps, which its walk reads: from the page
+    /// cache, not as the task reads it (`unwind_user_file_read()` says
+    /// why).
+    Mapped,
+    /// The file descriptor a caller of `UNWIND_USER_FILE_ATTACH` gave: as
+    /// it reads it itself (`kernel_read()`, with its credentials and its
+    /// file's mode). Not every file reads through the page cache: on the
+    /// vng guest's 9p root, an agent's descriptor of libc did not.
+    Given,
+}
+
+/// Reads `buf.len()` bytes of `file` at `pos` the way `how` says;
+/// `ENOEXEC` if it has fewer, or no page cache to read; `EINTR` for a
+/// fatal signal (not the file's fault: its table is not to say it has
+/// none).
+fn read_at(file: &LocalFile, how: FileRead, buf: &mut [u8], pos: u64) -> Result {
+    let mut pos = i64::try_from(pos).map_err(|_| ENOEXEC)?;
+    let (ptr, len) = (buf.as_mut_ptr().cast(), buf.len());
+    let ret = match how {
+        // SAFETY: `file` is a live file; `buf` is valid for writes of its
+        // length.
+        FileRead::Mapped => unsafe {
+            bindings::unwind_user_file_read(file.as_ptr(), ptr, len, pos)
+        },
+        FileRead::Given => {
+            // SAFETY: As above. `kernel_read()` checks that the file was
+            // opened for reading.
+            match unsafe { bindings::kernel_read(file.as_ptr(), ptr, len, &mut pos) } {
+                n if n >= 0 && n as usize == len => 0,
+                n if n >= 0 => -(bindings::ENOEXEC as c_int),
+                n => n as c_int,
+            }
+        }
     };
     match ret {
         0 => Ok(()),
@@ -328,7 +354,7 @@ fn read_at(file: &LocalFile, buf: &mut [u8], pos: u64) -> Result {
 /// The one executable `PT_LOAD` segment of `file`, an x86-64 ELF64
 /// executable or shared object; `ENOEXEC` for anything else.
 fn text_segment(file: &LocalFile) -> Result<Segment> {
-    elf::layout(|buf, pos| read_at(file, buf, pos)).map(|l| l.text)
+    elf::layout(|buf, pos| read_at(file, FileRead::Given, buf, pos)).map(|l| l.text)
 }
 
 /// May the caller attach and detach tables: `CAP_PERFMON` or
@@ -376,12 +402,13 @@ enum Built {
 /// `sframe_addr` at link time, into what a file's table keeps of it: the
 /// FDEs relative to the text, whatever its load bias, and its rows,
 /// counted against the machine's budget ([`Built::OverBudget`] past it),
-/// with the text's code read from `file` where no row describes it (a
-/// read error there, other than a fatal signal, leaves those PCs to the
-/// full lookup, for the table's life: [`crate::usual`]). `user`: of a
-/// file root does not own, paid for by `payer`.
+/// with the text's code read from `file` as `how` says where no row
+/// describes it (a read error there, other than a fatal signal, leaves
+/// those PCs to the full lookup, for the table's life: [`crate::usual`]).
+/// `user`: of a file root does not own, paid for by `payer`.
 fn describe(
     file: &LocalFile,
+    how: FileRead,
     text: Segment,
     sframe_addr: u64,
     bytes: KVVec<u8>,
@@ -405,7 +432,7 @@ fn describe(
     let code = &mut TextCode {
         len: text.size,
         read: |buf: &mut [u8], off: u64| {
-            read_at(file, buf, text.offset.checked_add(off).ok_or(ENOEXEC)?)
+            read_at(file, how, buf, text.offset.checked_add(off).ok_or(ENOEXEC)?)
         },
     };
     let fdes = validate::validate_in_kernel(&s, bytes, code)?;
@@ -576,7 +603,15 @@ pub(crate) fn attach(u: &bindings::unwind_user_file) -> Result {
         UserSlice::new(UserPtr::from_addr(u.sframe_ptr as usize), len)
             .reader()
             .read_slice(&mut bytes)?;
-        match describe(&file, text, u.sframe_addr, bytes, o.user, o.payer.as_ref())? {
+        match describe(
+            &file,
+            FileRead::Given,
+            text,
+            u.sframe_addr,
+            bytes,
+            o.user,
+            o.payer.as_ref(),
+        )? {
             Built::OverBudget(_) => Err(ENOSPC),
             built => Ok(built),
         }
@@ -721,7 +756,7 @@ fn drop_stale_held() {
 /// fatal signal, a file open for writing): that is not remembered.
 fn build_own(file: &File) -> Result<Arc<FileTable>> {
     build_table(Origin::of(file, false)?, None, |o| {
-        let layout = match elf::layout(|buf, pos| read_at(file, buf, pos)) {
+        let layout = match elf::layout(|buf, pos| read_at(file, FileRead::Mapped, buf, pos)) {
             Ok(l) => l,
             Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
             Err(e) => return Err(e),
@@ -734,12 +769,20 @@ fn build_own(file: &File) -> Result<Arc<FileTable>> {
             _ => return Ok(Built::Nothing),
         };
         let mut bytes = KVVec::from_elem(0u8, len, gfp())?;
-        match read_at(file, &mut bytes, sf.offset) {
+        match read_at(file, FileRead::Mapped, &mut bytes, sf.offset) {
             Ok(()) => {}
             Err(e) if e == ENOEXEC => return Ok(Built::Nothing),
             Err(e) => return Err(e),
         }
-        match describe(file, layout.text, sf.vaddr, bytes, o.user, o.payer.as_ref()) {
+        match describe(
+            file,
+            FileRead::Mapped,
+            layout.text,
+            sf.vaddr,
+            bytes,
+            o.user,
+            o.payer.as_ref(),
+        ) {
             Ok(built) => Ok(built),
             Err(e) if e == ENOMEM || e == EINTR => Err(e),
             // Malformed or unsupported: not described, until the file or

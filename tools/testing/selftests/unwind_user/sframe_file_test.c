@@ -2812,23 +2812,33 @@ enum { USER_A = 60001, USER_B = 60002, USER_C = 60003, USER_D = 60004 };
  * Writes @n copies of the library with its own section, @dir/@prefix<i>,
  * owned by @uid: 0 or -1.
  */
+static int copies_of(const void *elf, size_t len, const char *dir,
+		     const char *prefix, unsigned int n, uid_t uid)
+{
+	char path[PATH_MAX + 32];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s%u", dir, prefix, i);
+		if (write_new(path, elf, len) || chown(path, uid, uid))
+			return -1;
+	}
+	return 0;
+}
+
 static int own_copies(const char *dir, const char *prefix, unsigned int n,
 		      uid_t uid)
 {
-	char src[PATH_MAX], path[PATH_MAX];
-	unsigned int i;
+	char src[PATH_MAX];
 	size_t len;
 	void *elf;
-	int ret = 0;
+	int ret;
 
 	snprintf(src, sizeof(src), "%s/libsframe_dl.so", here);
 	elf = read_all(src, &len);
 	if (!elf)
 		return -1;
-	for (i = 0; i < n && !ret; i++) {
-		snprintf(path, sizeof(path), "%s/%s%u", dir, prefix, i);
-		ret = write_new(path, elf, len) || chown(path, uid, uid) ? -1 : 0;
-	}
+	ret = copies_of(elf, len, dir, prefix, n, uid);
 	free(elf);
 	return ret;
 }
@@ -2953,16 +2963,26 @@ struct container {
 static int container_start(struct container *ct, uid_t owner,
 			   const char *dir, unsigned int n)
 {
+	char map[64], src[PATH_MAX], c;
 	int go[2], ready[2];
-	char map[64], c;
+	size_t len;
+	void *elf;
 
 	ct->pid = -1;
 	ct->go = ct->ready = -1;
-	if (pipe2(go, O_CLOEXEC))
+	/* Read here: the container's users may not reach this directory. */
+	snprintf(src, sizeof(src), "%s/libsframe_dl.so", here);
+	elf = read_all(src, &len);
+	if (!elf)
 		return -1;
+	if (pipe2(go, O_CLOEXEC)) {
+		free(elf);
+		return -1;
+	}
 	if (pipe2(ready, O_CLOEXEC)) {
 		close(go[0]);
 		close(go[1]);
+		free(elf);
 		return -1;
 	}
 	fflush(stdout);
@@ -2980,7 +3000,8 @@ static int container_start(struct container *ct, uid_t owner,
 		if (setresgid(0, 0, 0) || setresuid(0, 0, 0) ||
 		    mount("tmpfs", dir, "tmpfs", 0, "mode=0755"))
 			_exit(4);
-		if (own_copies(dir, "r", n, 0) || own_copies(dir, "u", n, 1000))
+		if (copies_of(elf, len, dir, "r", n, 0) ||
+		    copies_of(elf, len, dir, "u", n, 1000))
 			_exit(5);
 		if (walk_files_as(0, dir, "r", 0, n) ||
 		    walk_files_as(1000, dir, "u", 0, n))
@@ -2990,6 +3011,7 @@ static int container_start(struct container *ct, uid_t owner,
 		/* Until the parent is done: EOF of its end. */
 		_exit(read(go[0], &c, 1) < 0 ? 8 : 0);
 	}
+	free(elf);
 	close(go[0]);
 	close(ready[1]);
 	ct->go = go[1];
