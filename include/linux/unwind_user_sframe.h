@@ -9,13 +9,12 @@
 #include <linux/errno.h>
 #include <linux/time64.h>
 #include <linux/types.h>
+#include <linux/unwind_user_types.h>
 
 struct inode;
 struct super_block;
 struct mm_struct;
 struct vm_area_struct;
-struct unwind_user_state;
-struct unwind_user_frame;
 
 #ifdef CONFIG_USERSPACE_UNWINDER_SFRAME
 
@@ -37,6 +36,22 @@ void sframe_inode_evict(const struct inode *inode);
 long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
 		  unsigned long arg5);
 int unwind_user_assist_signal(unsigned int *timeout_ms);
+
+/*
+ * Whether the frame-pointer rule's check of the return address that is now
+ * the IP (unwind_user_sframe_ra_ok()) found, in the rule cache, that frame
+ * pointers unwind it: then the SFrame step has nothing to look up, and the
+ * frame is the frame-pointer rule's. Inline, as it is the whole step of
+ * every such frame.
+ */
+static inline bool unwind_user_sframe_fp_known(struct unwind_user_state *state)
+{
+	if (state->sframe.hint != UNWIND_USER_SFRAME_FP)
+		return false;
+	state->sframe.hint = UNWIND_USER_SFRAME_PROBE;
+	state->sframe.fallbacks++;
+	return true;
+}
 
 /* kernel/unwind_user/files.c: C glue of the per-file tables. */
 struct file;
@@ -98,6 +113,11 @@ static inline bool unwind_user_sframe_walks_nofault(struct mm_struct *mm)
 
 static inline bool unwind_user_sframe_start(struct mm_struct *mm,
 					    struct unwind_user_state *state)
+{
+	return false;
+}
+
+static inline bool unwind_user_sframe_fp_known(struct unwind_user_state *state)
 {
 	return false;
 }

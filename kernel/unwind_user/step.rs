@@ -36,7 +36,7 @@ const WALK_BYTES_NOFAULT: u32 = 32 << 10;
 /// The same in task context (the deferred unwind), at the task's own cost.
 const WALK_BYTES: u32 = 256 << 10;
 
-/// What the next step does first (`state->sframe_hint`, `enum
+/// What the next step does first (`state->sframe.hint`, `enum
 /// unwind_user_sframe_hint`): probe the rule cache, ...
 const NEXT_PROBE: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_PROBE as u8;
 /// ... take the frame-pointer rule (user.c, without calling the unwinder),
@@ -125,15 +125,15 @@ pub(crate) fn fp_ra_in_code(
         return true;
     }
     // Its word, not its `Cached`: what this path compares is the word.
-    match mm.cached_word(ra.wrapping_sub(1), true, state.sframe_gen) {
+    match mm.cached_word(ra.wrapping_sub(1), true, state.sframe.generation) {
         Some(Cached::FRAME_POINTER_IN_CODE) => {
-            state.sframe_hint = NEXT_FP;
+            state.sframe.hint = NEXT_FP;
             true
         }
         // A rule, or the end of a walk in a section's text: cached, the
         // next step's PC, which it then probes for.
         Some(w) if w != Cached::FRAME_POINTER => {
-            state.sframe_hint = NEXT_PROBE;
+            state.sframe.hint = NEXT_PROBE;
             true
         }
         w => ra_in_code_uncached(mm, state, ra, w.is_some()),
@@ -158,14 +158,14 @@ fn ra_in_code_uncached(
         mm.remember(
             ra.wrapping_sub(1),
             true,
-            state.sframe_gen,
+            state.sframe.generation,
             Cached::FramePointerInCode,
         );
-        state.sframe_hint = NEXT_FP;
+        state.sframe.hint = NEXT_FP;
     } else {
         // Not cached: the next step looks it up at once, as after any
         // return address the cache does not hold (next_usual()).
-        state.sframe_hint = NEXT_LOOKUP;
+        state.sframe.hint = NEXT_LOOKUP;
     }
     true
 }
@@ -236,7 +236,7 @@ fn at_sigreturn(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result
         Ok(code) => Ok(code == RT_SIGRETURN),
         Err(_) if !state.nofault => Ok(false),
         Err(e) => {
-            bump(&mut state.sframe_faults);
+            bump(&mut state.sframe.faults);
             state.prefault = true;
             state.incomplete = true;
             Err(e)
@@ -257,19 +257,19 @@ fn bump(n: &mut u16) {
 /// cache line every thread of the process shares.
 pub(crate) fn done(mm: &SframeMm, state: &bindings::unwind_user_state) {
     let c = &mm.counters;
-    let frames = u32::from(state.sframe_frames) + u32::from(state.sframe_cached);
+    let frames = u32::from(state.sframe.frames) + u32::from(state.sframe.cached);
     Counters::add(&c.sframe_frames, frames);
     let counts = [
-        (&c.fp_fallbacks, state.sframe_fallbacks),
-        (&c.errors, state.sframe_errors),
-        (&c.nofault_faults, state.sframe_faults),
+        (&c.fp_fallbacks, state.sframe.fallbacks),
+        (&c.errors, state.sframe.errors),
+        (&c.nofault_faults, state.sframe.faults),
     ];
     for (counter, n) in counts {
         Counters::add(counter, n);
     }
-    Counters::add(&c.cached_frames, state.sframe_cached);
-    Counters::add(&c.section_reads, state.sframe_reads);
-    Counters::add(&c.section_bytes, state.sframe_bytes);
+    Counters::add(&c.cached_frames, state.sframe.cached);
+    Counters::add(&c.section_reads, state.sframe.reads);
+    Counters::add(&c.section_bytes, state.sframe.bytes);
     if state.nofault {
         Counters::add(&c.nofault_frames, frames);
     }
@@ -325,25 +325,25 @@ fn read_row(
         } else {
             WALK_BYTES
         };
-        let allowance = walk_max.saturating_sub(state.sframe_bytes).min(FRAME_BYTES);
+        let allowance = walk_max.saturating_sub(state.sframe.bytes).min(FRAME_BYTES);
         let mut reader = UserReader::new(s.sframe_start, mem, allowance);
         let r = find_row(found, i, &fde, &mut reader, pc);
-        state.sframe_bytes = state.sframe_bytes.saturating_add(allowance - reader.left);
-        state.sframe_reads = state.sframe_reads.saturating_add(reader.reads);
+        state.sframe.bytes = state.sframe.bytes.saturating_add(allowance - reader.left);
+        state.sframe.reads = state.sframe.reads.saturating_add(reader.reads);
         (r, reader.exhausted)
     };
     match r {
         Ok(row) => Ok(Some(row)),
         Err(SfError::NotCovered) => Ok(None),
         Err(_) if exhausted => {
-            bump(&mut state.sframe_errors);
+            bump(&mut state.sframe.errors);
             // At NMI or IRQ time the budget is smaller than a deferred
             // walk's, which may get further.
             state.incomplete |= state.nofault;
             Err(E2BIG)
         }
         Err(e) if e.is_malformed() => {
-            bump(&mut state.sframe_errors);
+            bump(&mut state.sframe.errors);
             mm.mark_dead(found);
             pr_debug!("dropped section at {:#x}: {}\n", s.sframe_start, e.name());
             Err(EINVAL)
@@ -352,11 +352,11 @@ fn read_row(
             // Not resident at NMI or IRQ time is no fault of the section:
             // the pages are faulted in later.
             if state.nofault {
-                bump(&mut state.sframe_faults);
+                bump(&mut state.sframe.faults);
                 state.prefault = true;
                 state.incomplete = true;
             } else {
-                bump(&mut state.sframe_errors);
+                bump(&mut state.sframe.errors);
             }
             Err(EFAULT)
         }
@@ -376,7 +376,7 @@ pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state, ends: bool
     state.prefault = true;
     state.incomplete = true;
     if ends {
-        bump(&mut state.sframe_faults);
+        bump(&mut state.sframe.faults);
     }
     ends
 }
@@ -386,9 +386,9 @@ pub(crate) fn attach_pending(state: &mut bindings::unwind_user_state, ends: bool
 /// registry changed) looks its PCs up without probing the cache, the
 /// first frame's and the callers' ([`next_usual`]).
 pub(crate) fn start(mm: &SframeMm, state: &mut bindings::unwind_user_state) {
-    state.sframe_gen = mm.gen();
+    state.sframe.generation = mm.gen();
     if mm.cache_is_empty() {
-        state.sframe_hint = NEXT_LOOKUP;
+        state.sframe.hint = NEXT_LOOKUP;
     }
 }
 
@@ -419,11 +419,11 @@ pub(crate) fn next<D: Driver>(
     state: &mut bindings::unwind_user_state,
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
-    if state.sframe_hint == NEXT_LOOKUP {
+    if state.sframe.hint == NEXT_LOOKUP {
         return next_usual::<D>(mm, state, frame);
     }
     let (pc, adj) = lookup_pc(state);
-    match mm.cached(pc, adj, state.sframe_gen) {
+    match mm.cached(pc, adj, state.sframe.generation) {
         Some(c) => take_cached(state, frame, c),
         None => next_usual::<D>(mm, state, frame),
     }
@@ -438,17 +438,17 @@ fn take_cached(
 ) -> c_int {
     match c {
         Cached::Rule(r) => {
-            bump(&mut state.sframe_cached);
+            bump(&mut state.sframe.cached);
             *frame = r.frame();
             0
         }
         Cached::FramePointer | Cached::FramePointerInCode => {
-            bump(&mut state.sframe_fallbacks);
+            bump(&mut state.sframe.fallbacks);
             ENOENT.to_errno()
         }
         // A frame of the section's, whose answer was kept: cached.
         Cached::End => {
-            bump(&mut state.sframe_cached);
+            bump(&mut state.sframe.cached);
             EINVAL.to_errno()
         }
     }
@@ -471,10 +471,10 @@ pub(crate) fn lookup_pc(state: &bindings::unwind_user_state) -> (usize, bool) {
 /// `-EINVAL` for the end of the walk ([`Cached::End`]).
 fn not_a_rule(state: &mut bindings::unwind_user_state, c: Cached) -> Error {
     if c == Cached::End {
-        bump(&mut state.sframe_frames);
+        bump(&mut state.sframe.frames);
         EINVAL
     } else {
-        bump(&mut state.sframe_fallbacks);
+        bump(&mut state.sframe.fallbacks);
         ENOENT
     }
 }
@@ -517,20 +517,20 @@ fn next_usual<D: Driver>(
     // First: only the arguments live across the call that turns it off.
     let no_preempt = NoPreempt::new();
     let (pc, adj) = lookup_pc(state);
-    let hint = next_hint(state.sframe_hint, adj, false);
-    let Some((gen, answer, seen)) = mm.usual_rule(&no_preempt, pc, adj, &mut state.sframe_entry)
+    let hint = next_hint(state.sframe.hint, adj, false);
+    let Some((gen, answer, seen)) = mm.usual_rule(&no_preempt, pc, adj, &mut state.sframe.entry)
     else {
         drop(no_preempt);
         return next_uncached::<D>(mm, state, frame);
     };
-    state.sframe_hint = if seen { NEXT_PROBE } else { hint };
+    state.sframe.hint = if seen { NEXT_PROBE } else { hint };
     // A walk that meets a newer generation goes on with it, as
     // next_uncached() does.
-    state.sframe_gen = gen;
+    state.sframe.generation = gen;
     let Cached::Rule(r) = answer else {
         return not_a_rule(state, answer).to_errno();
     };
-    bump(&mut state.sframe_frames);
+    bump(&mut state.sframe.frames);
     *frame = r.frame();
     0
 }
@@ -555,13 +555,13 @@ fn next_uncached<D: Driver>(
     frame: &mut bindings::unwind_user_frame,
 ) -> c_int {
     let (pc, adj) = lookup_pc(state);
-    let probed = state.sframe_hint != NEXT_LOOKUP;
-    state.sframe_hint = next_hint(state.sframe_hint, adj, false);
+    let probed = state.sframe.hint != NEXT_LOOKUP;
+    state.sframe.hint = next_hint(state.sframe.hint, adj, false);
     // Any other answer the cache holds is the one a probe would have
     // found (and at NMI time, one that needs no read of the code).
     if !probed {
-        if let Some(c) = mm.cached(pc, adj, state.sframe_gen) {
-            state.sframe_hint = NEXT_PROBE;
+        if let Some(c) = mm.cached(pc, adj, state.sframe.generation) {
+            state.sframe.hint = NEXT_PROBE;
             return take_cached(state, frame, c);
         }
     }
@@ -615,7 +615,7 @@ fn lookup_step(
     tables: Tables,
 ) -> Result<Step> {
     if pc < kernel::page::PAGE_SIZE {
-        bump(&mut state.sframe_fallbacks);
+        bump(&mut state.sframe.fallbacks);
         return Err(ENOENT);
     }
     let lookup = mm.lookup(pc);
@@ -635,7 +635,7 @@ fn lookup_step(
     };
     // A walk that meets a newer generation goes on with it: its rules are
     // as current as the walk.
-    state.sframe_gen = lookup.gen;
+    state.sframe.generation = lookup.gen;
     let remember = |c| mm.remember(pc, adj, lookup.gen, c);
     let mem = user_mem(state);
     let found = lookup.found;
@@ -646,7 +646,7 @@ fn lookup_step(
     };
     match row.as_ref().filter(|r| !r.signal_frame).and_then(rule) {
         Some(Rule::Frame(f)) => {
-            bump(&mut state.sframe_frames);
+            bump(&mut state.sframe.frames);
             if let Some(r) = CachedRule::of_frame(&f) {
                 remember(Cached::Rule(r));
             }
@@ -654,7 +654,7 @@ fn lookup_step(
             Ok(Step::Frame)
         }
         Some(Rule::Outermost) => {
-            bump(&mut state.sframe_frames);
+            bump(&mut state.sframe.frames);
             frame.outermost = true;
             Ok(Step::Frame)
         }
@@ -663,10 +663,10 @@ fn lookup_step(
         // which may sit in a registered text that has no FDE for it).
         None if row.as_ref().is_some_and(|r| r.signal_frame) || at_sigreturn(state, mem)? => {
             if let Err(e) = sigframe::unwind(state, mem) {
-                bump(&mut state.sframe_errors);
+                bump(&mut state.sframe.errors);
                 return Err(e);
             }
-            bump(&mut state.sframe_frames);
+            bump(&mut state.sframe.frames);
             Ok(Step::Signal)
         }
         // In a section's text that no row describes (code the linker
@@ -703,7 +703,7 @@ fn lookup_step(
         // A row the step cannot express for code without a frame pointer:
         // the walk ends rather than guess.
         None => {
-            bump(&mut state.sframe_errors);
+            bump(&mut state.sframe.errors);
             Err(EINVAL)
         }
     }
@@ -885,14 +885,17 @@ mod tests {
                 ip,
                 topmost,
                 nofault,
-                sframe_gen: gen,
-                sframe_hint: hint,
+                sframe: bindings::unwind_user_sframe_state {
+                    generation: gen,
+                    hint,
+                    ..Default::default()
+                },
                 ..Default::default()
             };
             let mut frame = bindings::unwind_user_frame::default();
             let r = next::<Ask>(&mm, &mut state, &mut frame);
-            let counts = (state.sframe_cached, state.sframe_frames);
-            (r, tuple(frame), state.sframe_hint, counts)
+            let counts = (state.sframe.cached, state.sframe.frames);
+            (r, tuple(frame), state.sframe.hint, counts)
         };
         // The usual rows' rule for a return address, as the full lookup's
         // row gives it.
@@ -957,7 +960,10 @@ mod tests {
             let mut state = bindings::unwind_user_state {
                 ip: pc + 1,
                 nofault,
-                sframe_gen: gen,
+                sframe: bindings::unwind_user_sframe_state {
+                    generation: gen,
+                    ..Default::default()
+                },
                 ..Default::default()
             };
             let mut frame = bindings::unwind_user_frame::default();
@@ -965,7 +971,7 @@ mod tests {
                 None => next::<Ask>(&mm, &mut state, &mut frame),
                 Some(later) => retry(&mm, &mut state, &mut frame, later),
             };
-            (r, state.sframe_fallbacks)
+            (r, state.sframe.fallbacks)
         };
         // Not settled: the step asks the walk driver for tables, at any
         // time, and counts nothing.
@@ -983,7 +989,10 @@ mod tests {
         // cached.
         let mut state = bindings::unwind_user_state {
             ip: pc + 0x201,
-            sframe_gen: gen,
+            sframe: bindings::unwind_user_sframe_state {
+                generation: gen,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let mut frame = bindings::unwind_user_frame::default();
@@ -991,7 +1000,7 @@ mod tests {
             next::<RetryLater>(&mm, &mut state, &mut frame),
             ENOENT.to_errno()
         );
-        assert_eq!(state.sframe_fallbacks, 1);
+        assert_eq!(state.sframe.fallbacks, 1);
         assert_eq!(mm.cached(pc + 0x200, true, gen), None);
         // Settled: no question, at a PC not cached either.
         mm.attach
@@ -1029,13 +1038,16 @@ mod tests {
                 let mut state = bindings::unwind_user_state {
                     ip: pc + 1,
                     sp: 0x7fff_0000,
-                    sframe_gen: gen,
-                    sframe_hint: hint,
+                    sframe: bindings::unwind_user_sframe_state {
+                        generation: gen,
+                        hint,
+                        ..Default::default()
+                    },
                     ..Default::default()
                 };
                 let mut frame = bindings::unwind_user_frame::default();
                 assert_eq!(next::<Ask>(&mm, &mut state, &mut frame), EFAULT.to_errno());
-                assert_eq!((state.sframe_errors, state.sframe_frames), (1, 0));
+                assert_eq!((state.sframe.errors, state.sframe.frames), (1, 0));
                 assert_eq!(tuple(frame), (0, 0, 0, false));
                 assert_eq!(mm.cached(pc, true, gen), None);
             }
@@ -1052,7 +1064,10 @@ mod tests {
         let at_nmi = |mm: &SframeMm| {
             let mut state = bindings::unwind_user_state {
                 ip: 0x11021,
-                sframe_gen: mm.gen(),
+                sframe: bindings::unwind_user_sframe_state {
+                    generation: mm.gen(),
+                    ..Default::default()
+                },
                 nofault: true,
                 ..Default::default()
             };
@@ -1067,7 +1082,7 @@ mod tests {
         let (r, state) = at_nmi(&mm);
         assert_eq!(r, EINVAL.to_errno());
         assert!(!state.incomplete);
-        assert_eq!((state.sframe_faults, state.sframe_frames), (0, 1));
+        assert_eq!((state.sframe.faults, state.sframe.frames), (0, 1));
         assert_eq!(mm.cached(0x11020, true, mm.gen()), Some(Cached::End));
         Ok(())
     }
@@ -1090,7 +1105,10 @@ mod tests {
         // is: the read of the code is one a kthread's walk cannot make.
         let mut state = bindings::unwind_user_state {
             ip: 0x11021,
-            sframe_gen: gen,
+            sframe: bindings::unwind_user_sframe_state {
+                generation: gen,
+                ..Default::default()
+            },
             nofault: true,
             ..Default::default()
         };
@@ -1099,7 +1117,7 @@ mod tests {
         // the deferred walk; nothing is cached.
         assert_eq!(next::<Ask>(&mm, &mut state, &mut frame), EFAULT.to_errno());
         assert!(state.incomplete && state.prefault);
-        assert_eq!((state.sframe_faults, state.sframe_frames), (1, 0));
+        assert_eq!((state.sframe.faults, state.sframe.frames), (1, 0));
         assert_eq!(mm.cached(0x11020, true, gen), None);
         // Where a walk may fault: code that cannot be read is not the
         // trampoline, and the walk ends as the section says, cached.
@@ -1107,7 +1125,7 @@ mod tests {
         state.incomplete = false;
         assert_eq!(next::<Ask>(&mm, &mut state, &mut frame), EINVAL.to_errno());
         assert!(!state.incomplete);
-        assert_eq!(state.sframe_frames, 1);
+        assert_eq!(state.sframe.frames, 1);
         assert_eq!(mm.cached(0x11020, true, gen), Some(Cached::End));
         Ok(())
     }
@@ -1120,13 +1138,16 @@ mod tests {
         mm.add(sec(0x11000, 0x1000), none()?)?;
         let gen = mm.gen();
         let mut state = bindings::unwind_user_state {
-            sframe_gen: gen,
+            sframe: bindings::unwind_user_sframe_state {
+                generation: gen,
+                ..Default::default()
+            },
             ..Default::default()
         };
         // Whether `ra` is code, and whether the next step's answer is kept.
         let check = |state: &mut bindings::unwind_user_state, ra| {
-            state.sframe_hint = NEXT_PROBE;
-            (fp_ra_in_code(&mm, state, ra), state.sframe_hint == NEXT_FP)
+            state.sframe.hint = NEXT_PROBE;
+            (fp_ra_in_code(&mm, state, ra), state.sframe.hint == NEXT_FP)
         };
         // Cached as code the frame-pointer rule unwinds: code, and the
         // next step, whose PC it is, is the frame-pointer rule's.

@@ -202,11 +202,11 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
         // The first step creates the registry (`unwind_user_sframe_next()`);
         // at NMI or IRQ time, `unwind_user_sframe_walks_nofault()` said a
         // table may come.
-        state.sframe_mm = core::ptr::null_mut();
+        state.sframe.mm = core::ptr::null_mut();
         return true;
     };
     smm.sync_files(attach_state::files_gen());
-    state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
+    state.sframe.mm = core::ptr::from_ref(smm).cast_mut().cast();
     step::start(smm, state);
     true
 }
@@ -215,12 +215,12 @@ pub unsafe extern "C" fn unwind_user_sframe_start(
 ///
 /// # Safety
 ///
-/// `state` must be valid, and its `sframe_mm` null or set by
+/// `state` must be valid, and its `sframe.mm` null or set by
 /// `unwind_user_sframe_start()` for this walk of the current task.
 unsafe fn walk_registry<'a>(state: &bindings::unwind_user_state) -> Option<&'a SframeMm> {
     // SAFETY: Null, or the registry of the current task's mm, which lives
     // as long as the mm, longer than the walk (the caller's contract).
-    unsafe { state.sframe_mm.cast::<SframeMm>().as_ref() }
+    unsafe { state.sframe.mm.cast::<SframeMm>().as_ref() }
 }
 
 /// Creates the registry of the current task's address space for the walk
@@ -236,7 +236,7 @@ fn walk_create_registry(state: &mut bindings::unwind_user_state) -> bool {
     let Some(smm) = SframeMm::of(mm) else {
         return false;
     };
-    state.sframe_mm = core::ptr::from_ref(smm).cast_mut().cast();
+    state.sframe.mm = core::ptr::from_ref(smm).cast_mut().cast();
     step::start(smm, state);
     true
 }
