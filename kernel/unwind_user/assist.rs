@@ -14,6 +14,7 @@
 use crate::{
     memory,
     uapi::{eopnotsupp, read_versioned},
+    word::Bits,
 };
 use kernel::{
     bindings,
@@ -24,6 +25,12 @@ use kernel::{
     task::Task,
     uaccess::{UserPtr, UserSlice},
 };
+
+const _: () = assert!(Bits::disjoint(&[
+    Assist::SIGNO,
+    Assist::MAX_ENTRIES,
+    Assist::TIMEOUT_MS
+]));
 
 const ASSIST_SIZE: usize = bindings::UNWIND_USER_ASSIST_SIZE_VER0 as usize;
 const FRAMES_SIZE: usize = bindings::UNWIND_USER_ASSIST_FRAMES_SIZE_VER0 as usize;
@@ -40,16 +47,24 @@ struct Assist {
 }
 
 impl Assist {
+    /// The fields of its [`word`](Self::word); no signal (0): no opt-in.
+    const SIGNO: Bits = Bits::new(0, 8);
+    const MAX_ENTRIES: Bits = Bits::new(16, 16);
+    const TIMEOUT_MS: Bits = Bits::new(32, 16);
+
     /// One word, so that it is read and written whole, without a lock.
     fn word(self) -> u64 {
-        u64::from(self.signo) | u64::from(self.max_entries) << 16 | u64::from(self.timeout_ms) << 32
+        Self::SIGNO.put(self.signo.into())
+            | Self::MAX_ENTRIES.put(self.max_entries.into())
+            | Self::TIMEOUT_MS.put(self.timeout_ms.into())
     }
 
     fn from_word(w: u64) -> Option<Assist> {
+        // The casts lose nothing: each field is as wide as its type.
         Some(Assist {
-            signo: w as u8,
-            max_entries: (w >> 16) as u16,
-            timeout_ms: (w >> 32) as u16,
+            signo: Self::SIGNO.get(w) as u8,
+            max_entries: Self::MAX_ENTRIES.get(w) as u16,
+            timeout_ms: Self::TIMEOUT_MS.get(w) as u16,
         })
         .filter(|a| a.signo != 0)
     }

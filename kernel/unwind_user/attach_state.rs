@@ -17,6 +17,7 @@
 //! An address space with no registry keeps its state in one word instead
 //! ([`Bare`]), which a registry takes over when it is made.
 
+use crate::word::Bits;
 use kernel::{
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
@@ -51,39 +52,58 @@ pub(crate) struct Unsettled {
 /// Generations 2^31 apart compare equal, which would take as many
 /// attaches between two walks of one process.
 fn settled_word(files_gen: u64, unsettled: u32) -> u64 {
-    1 << 63 | (files_gen & 0x7fff_ffff) << 32 | u64::from(unsettled)
+    SETTLED_MARK.put(1) | SETTLED_GEN.put(files_gen) | SETTLED_UNSETTLED.put(unsettled.into())
 }
+
+/// The fields of [`settled_word`]: how many mappings are unsettled, the
+/// generation's low bits, and a bit always set.
+const SETTLED_UNSETTLED: Bits = Bits::new(0, 32);
+const SETTLED_GEN: Bits = Bits::new(32, 31);
+const SETTLED_MARK: Bits = Bits::new(63, 1);
+const _: () = assert!(Bits::disjoint(&[
+    SETTLED_UNSETTLED,
+    SETTLED_GEN,
+    SETTLED_MARK
+]));
 
 /// The attach state of an address space that has no registry, in the one
 /// word `mm->sframe` holds then: exec records it at the program's first
 /// executable mapping instead of allocating a registry, so that a process
-/// nobody unwinds costs that word and nothing else. Bit 0 is set (no
-/// registry's address has it); bit 1: a mapping is unsettled; bit 2: one a
-/// table may describe once attached; bits 3 to 10: how many walks at NMI
+/// nobody unwinds costs that word and nothing else. Its fields are
+/// [`Bare::MARK`], set (no registry's address has bit 0 set);
+/// [`Bare::UNSETTLED`], a mapping is unsettled; [`Bare::TABLES`], one a
+/// table may describe once attached; [`Bare::ASKS`], how many walks at NMI
 /// or IRQ time ended to ask for tables (at most 255), for the registry's
-/// counters once it exists; above: the generation of the file tables it
-/// was settled in (its low 53 bits).
+/// counters once it exists; [`Bare::GEN`], the generation of the file
+/// tables it was settled in (its low 53 bits).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Bare(u64);
 
-const BARE: u64 = 1;
-const BARE_UNSETTLED: u64 = 2;
-const BARE_TABLES: u64 = 4;
-const BARE_ASKS_SHIFT: u32 = 3;
-const BARE_ASKS: u64 = 0xff << BARE_ASKS_SHIFT;
-const BARE_GEN_SHIFT: u32 = 11;
+const _: () = assert!(Bits::disjoint(&[
+    Bare::MARK,
+    Bare::UNSETTLED,
+    Bare::TABLES,
+    Bare::ASKS,
+    Bare::GEN
+]));
 
 impl Bare {
+    const MARK: Bits = Bits::new(0, 1);
+    const UNSETTLED: Bits = Bits::new(1, 1);
+    const TABLES: Bits = Bits::new(2, 1);
+    const ASKS: Bits = Bits::new(3, 8);
+    const GEN: Bits = Bits::new(11, 53);
+
     /// The state of an address space whose mappings are settled in
     /// generation `files_gen` of the file tables.
     pub(crate) fn settled(files_gen: u64) -> Self {
-        Bare(files_gen << BARE_GEN_SHIFT | BARE)
+        Bare(Self::GEN.put(files_gen) | Self::MARK.put(1))
     }
 
     /// The state `word` (of `mm->sframe`) holds, if it holds one rather
     /// than a registry's address or nothing.
     pub(crate) fn of_word(word: u64) -> Option<Self> {
-        (word & BARE != 0).then_some(Bare(word))
+        (Self::MARK.get(word) != 0).then_some(Bare(word))
     }
 
     /// The word for `mm->sframe`: never 0, bit 0 set.
@@ -93,38 +113,43 @@ impl Bare {
 
     /// The generation of the file tables it was settled in (its low bits).
     fn files_gen(self) -> u64 {
-        self.0 >> BARE_GEN_SHIFT
+        Self::GEN.get(self.0)
+    }
+
+    /// Was a mapping left unsettled?
+    fn unsettled(self) -> bool {
+        Self::UNSETTLED.get(self.0) != 0
     }
 
     /// With one more executable file mapping that is not settled, which a
     /// table may describe once attached if `tables`.
     pub(crate) fn mapping_unsettled(self, tables: bool) -> Self {
-        Bare(self.0 | BARE_UNSETTLED | if tables { BARE_TABLES } else { 0 })
+        Bare(self.0 | Self::UNSETTLED.put(1) | Self::TABLES.put(tables.into()))
     }
 
     /// With one more walk that ended to ask for tables counted.
     pub(crate) fn asked(self) -> Self {
-        if self.0 & BARE_ASKS == BARE_ASKS {
+        let asks = self.asks();
+        if !Self::ASKS.fits(asks + 1) {
             return self;
         }
-        Bare(self.0 + (1 << BARE_ASKS_SHIFT))
+        Bare(self.0 & !Self::ASKS.mask() | Self::ASKS.put(asks + 1))
     }
 
     /// How many walks ended to ask for tables.
     pub(crate) fn asks(self) -> u64 {
-        (self.0 & BARE_ASKS) >> BARE_ASKS_SHIFT
+        Self::ASKS.get(self.0)
     }
 
     /// Is the address space settled in generation `files_gen`?
     pub(crate) fn is_settled(self, files_gen: u64) -> bool {
-        self.0 & BARE_UNSETTLED == 0
-            && self.files_gen() == files_gen << BARE_GEN_SHIFT >> BARE_GEN_SHIFT
+        !self.unsettled() && self.files_gen() == Self::GEN.low(files_gen)
     }
 
     /// Was a mapping left unsettled that a table may describe once
     /// attached? As [`AttachState::tables_pending`].
     pub(crate) fn tables_pending(self) -> bool {
-        self.0 & BARE_TABLES != 0
+        Self::TABLES.get(self.0) != 0
     }
 }
 
@@ -224,7 +249,7 @@ impl AttachState {
     /// registry (a new registry's).
     pub(crate) fn take_bare(&self, bare: Bare) {
         self.set_settled(bare.files_gen(), self.unsettled());
-        if bare.0 & BARE_UNSETTLED != 0 {
+        if bare.unsettled() {
             self.mapping_unsettled(bare.tables_pending());
         }
     }

@@ -28,7 +28,7 @@ use crate::{
     counters::Counters,
     memory::gfp,
     mm::LockedMm,
-    rule_cache::{Cached, RuleCache},
+    rule_cache::{Cached, RuleCache, GEN_COUNT, GEN_REGISTERED},
     section::{KnownRow, Section, SectionTable},
     word::{read_once, write_once, NoPreempt},
 };
@@ -275,9 +275,8 @@ pub(crate) struct SframeMm {
     pub(crate) attach: AttachState,
     /// The id of the next registration; only writers (serialised) use it.
     next_id: Atomic<u64>,
-    /// The generation, advanced on every change a cached rule may depend
-    /// on, shifted left by one; bit 0 says whether the current table has an
-    /// entry. A walk starts with one read of it.
+    /// The generation word ([`GEN_COUNT`], [`GEN_REGISTERED`]). A walk
+    /// starts with one read of it.
     gen: Atomic<u64>,
     cache: KBox<RuleCache>,
     /// Not 0 once a rule was stored since `cache` was last emptied: a walk
@@ -456,17 +455,15 @@ impl SframeMm {
         gen
     }
 
-    /// Starts a new generation, with `registered` in bit 0 (`None`: as it
-    /// was): no walk that starts later takes a rule cached before, and the
-    /// cache is emptied for them.
+    /// Starts a new generation, with `registered` (`None`: as it was): no
+    /// walk that starts later takes a rule cached before, and the cache is
+    /// emptied for them.
     fn invalidate(&self, registered: Option<bool>) {
         let mut old = self.gen.load(Relaxed);
         loop {
-            let bit = registered.map_or(old & 1, u64::from);
-            match self
-                .gen
-                .cmpxchg(old, (old.wrapping_add(2) & !1) | bit, Full)
-            {
+            let bit = registered.map_or(GEN_REGISTERED.get(old), u64::from);
+            let new = GEN_COUNT.put(GEN_COUNT.get(old) + 1) | GEN_REGISTERED.put(bit);
+            match self.gen.cmpxchg(old, new, Full) {
                 Ok(_) => break,
                 Err(cur) => old = cur,
             }

@@ -6,7 +6,7 @@
 
 use crate::{
     memory::gfp,
-    word::{read_once, write_once, xchg_full},
+    word::{read_once, write_once, xchg_full, Bits},
 };
 use kernel::{
     alloc::KBox,
@@ -14,6 +14,13 @@ use kernel::{
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
 };
+
+/// The fields of an address space's generation word: whether its table
+/// has an entry, and the generation, advanced on every change a cached rule
+/// may depend on (of which a cache slot keeps the low 7 bits).
+pub(crate) const GEN_REGISTERED: Bits = Bits::new(0, 1);
+pub(crate) const GEN_COUNT: Bits = Bits::new(1, 63);
+const _: () = assert!(Bits::disjoint(&[GEN_REGISTERED, GEN_COUNT]));
 
 /// A plain frame's rule (the return address at CFA - 8) as the rule cache
 /// keeps it.
@@ -28,33 +35,42 @@ pub(crate) struct CachedRule {
 }
 
 impl CachedRule {
+    /// The fields of its [`word`](Self::word): the CFA offset in words
+    /// and the FP offset in words (both signed), whether the CFA is based
+    /// on FP.
+    const CFA_WORDS: Bits = Bits::new(7, 9);
+    const FP_WORDS: Bits = Bits::new(1, 6);
+    const USE_FP: Bits = Bits::new(0, 1);
+
     /// The rule as a slot of the cache holds it (its bits 15-0, see
     /// [`RuleCache`]); `None` if it does not fit, and then is not cached.
     #[inline]
     pub(crate) fn word(self) -> Option<u16> {
+        let (cfa, fp) = (i64::from(self.cfa_off / 8), i64::from(self.fp_off / 8));
         let fits = self.cfa_off != 0
             && self.cfa_off % 8 == 0
-            && (-256..256).contains(&(self.cfa_off / 8))
+            && Self::CFA_WORDS.fits_signed(cfa)
             && self.fp_off % 8 == 0
-            && (-32..32).contains(&(self.fp_off / 8));
+            && Self::FP_WORDS.fits_signed(fp);
         if !fits {
             return None;
         }
-        let cfa = ((self.cfa_off / 8) as u16) & 0x1ff;
-        let fp = ((self.fp_off / 8) as u16) & 0x3f;
-        Some(cfa << 7 | fp << 1 | u16::from(self.use_fp))
+        let w = Self::CFA_WORDS.put_signed(cfa)
+            | Self::FP_WORDS.put_signed(fp)
+            | Self::USE_FP.put(self.use_fp.into());
+        // The fields are bits 15-0 (`RuleCache::RULE`): the cast loses none.
+        Some(w as u16)
     }
 
     /// The rule a [`word`](Self::word) holds.
     #[inline(always)]
     pub(crate) fn from_word(w: u16) -> CachedRule {
-        // Sign-extend the 9- and 6-bit fields.
-        let cfa_words = i32::from((w as i16) >> 7);
-        let fp_words = i32::from(((w << 9) as i16) >> 10);
+        let w = u64::from(w);
+        // Fields of 9 and 6 bits, times 8: the casts lose nothing.
         CachedRule {
-            cfa_off: cfa_words * 8,
-            fp_off: fp_words * 8,
-            use_fp: w & 1 != 0,
+            cfa_off: Self::CFA_WORDS.get_signed(w) as i32 * 8,
+            fp_off: Self::FP_WORDS.get_signed(w) as i32 * 8,
+            use_fp: Self::USE_FP.get(w) != 0,
         }
     }
 
@@ -176,12 +192,38 @@ impl Cached {
 /// the step gives such a PC anyway: the probe need not check for it.
 pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
 
+const _: () = assert!(Bits::disjoint(&[
+    RuleCache::RULE,
+    RuleCache::ADJ,
+    RuleCache::GEN,
+    RuleCache::PC
+]));
+const _: () = assert!(RuleCache::KEY.mask() == !RuleCache::RULE.mask());
+const _: () = assert!(Bits::disjoint(&[
+    CachedRule::CFA_WORDS,
+    CachedRule::FP_WORDS,
+    CachedRule::USE_FP
+]));
+const _: () = assert!(
+    (CachedRule::CFA_WORDS.mask() | CachedRule::FP_WORDS.mask() | CachedRule::USE_FP.mask())
+        == RuleCache::RULE.mask()
+);
+
 // One 4 KiB kmalloc() a registry: a byte more would take 8 KiB.
 const _: () = assert!(core::mem::size_of::<RuleCache>() == 4096);
 
 impl RuleCache {
     const SETS: usize = 128;
     const WAYS: usize = 4;
+
+    /// The fields of a slot (see above): the rule, whether the PC is a
+    /// return address minus one, the generation's low 7 bits, the PC's
+    /// bits 46-7; all but the rule are the key.
+    const RULE: Bits = Bits::new(0, 16);
+    const ADJ: Bits = Bits::new(16, 1);
+    const GEN: Bits = Bits::new(17, 7);
+    const PC: Bits = Bits::new(24, 40);
+    const KEY: Bits = Bits::new(16, 48);
 
     /// An empty cache.
     pub(crate) fn new() -> Result<KBox<Self>> {
@@ -200,9 +242,15 @@ impl RuleCache {
         if pc >> 47 != 0 {
             return None;
         }
-        // The generation's low 7 bits are bits 7-1 of its word (bit 0
-        // says whether anything is registered).
-        Some(((pc & !0x7f) << 1 | gen & 0xfe | u64::from(adj)) << 16)
+        // The set says the PC's low 7 bits; the slot keeps the
+        // generation's low 7 bits.
+        Some(Self::PC.put(pc >> 7) | Self::GEN.put(GEN_COUNT.get(gen)) | Self::ADJ.put(adj.into()))
+    }
+
+    /// Whether slot `w` holds `key`'s entry: all of its bits but the rule.
+    #[inline(always)]
+    fn holds(w: u64, key: u64) -> bool {
+        Self::KEY.get(w ^ key) == 0
     }
 
     /// The ways of the set of `pc`, first to last.
@@ -234,8 +282,9 @@ impl RuleCache {
             .ways(pc)
             .iter()
             .map(read_once)
-            .find(|&w| w ^ key < 1 << 16)?;
-        Some(w as u16)
+            .find(|&w| Self::holds(w, key))?;
+        // The rule is bits 15-0: the cast keeps it whole.
+        Some(Self::RULE.get(w) as u16)
     }
 
     /// Stores what `pc` unwinds with, `word` ([`Cached::word`]), in
@@ -253,7 +302,7 @@ impl RuleCache {
         gen: u64,
         word: u16,
     ) -> Option<(&Atomic<u64>, u64, bool)> {
-        let rule = u64::from(word);
+        let rule = Self::RULE.put(word.into());
         let key = Self::key(pc, adj, gen).filter(|_| pc >= kernel::page::PAGE_SIZE)?;
         // The new entry goes first; the ones before its old place, or
         // before the first empty slot (or all but the last), move one way
@@ -263,14 +312,14 @@ impl RuleCache {
         let mut ways = self.ways(pc).iter();
         let first = ways.next()?;
         let mut carry = xchg_full(first, key | rule);
-        let mut replaced = carry ^ key < 1 << 16;
+        let mut replaced = Self::holds(carry, key);
         for way in ways {
             if carry == 0 || replaced {
                 break;
             }
             let old = read_once(way);
             write_once(way, carry);
-            replaced = old ^ key < 1 << 16;
+            replaced = Self::holds(old, key);
             carry = old;
         }
         Some((first, key | rule, replaced))

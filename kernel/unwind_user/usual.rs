@@ -35,7 +35,7 @@ use crate::{
     memory::gfp,
     rule_cache::{Cached, CachedRule},
     sigframe::RT_SIGRETURN,
-    word::{read_once, write_once},
+    word::{read_once, write_once, Bits},
 };
 use kernel::{
     alloc::KVVec,
@@ -302,7 +302,14 @@ fn compact(starts: &mut KVVec<u32>, words: &mut KVVec<u16>) {
     words.truncate(kept);
 }
 
+const _: () = assert!(Bits::disjoint(&[UsualRows::HOT_WORD, UsualRows::HOT_KEY]));
+
 impl UsualRows {
+    /// The fields of a slot of `hot` (see the invariants): the answer's
+    /// word, and `off + 1` for its text offset `off`.
+    const HOT_WORD: Bits = Bits::new(0, 16);
+    const HOT_KEY: Bits = Bits::new(16, 48);
+
     /// No usual rows: every lookup is left to the full one.
     pub(crate) fn new() -> UsualRows {
         UsualRows {
@@ -458,7 +465,7 @@ impl UsualRows {
         }
         let w = self.search(off)?;
         if let Some(slot) = self.hot_slot(off) {
-            write_once(slot, Self::hot_key(off) | u64::from(w));
+            write_once(slot, Self::hot_key(off) | Self::HOT_WORD.put(w.into()));
         }
         Some(w)
     }
@@ -468,14 +475,15 @@ impl UsualRows {
     /// slot.
     #[inline(always)]
     fn hot_key(off: u64) -> u64 {
-        (off + 1) << 16
+        Self::HOT_KEY.put(off + 1)
     }
 
     /// The answer for `off` in the cache of answers, if it holds one.
     #[inline(always)]
     pub(crate) fn kept(&self, off: u64) -> Option<u16> {
         let v = read_once(self.hot_slot(off)?);
-        (v ^ Self::hot_key(off) < 1 << 16).then_some(v as u16)
+        // The word is bits 15-0: the cast keeps it whole.
+        (Self::HOT_KEY.get(v ^ Self::hot_key(off)) == 0).then_some(Self::HOT_WORD.get(v) as u16)
     }
 
     /// [`word`](Self::word)'s answer from the rows, not the cache.

@@ -3,7 +3,8 @@
 //! What the step synchronises with, in line: lock-free words read and
 //! written as `READ_ONCE()`, `WRITE_ONCE()` and `xchg()` do (the rule
 //! cache's slots and the registry's generation, which every step reads),
-//! and preemption turned off for a few instructions ([`NoPreempt`]).
+//! and preemption turned off for a few instructions ([`NoPreempt`]); and
+//! the fields of such words, declared once ([`Bits`]).
 
 use kernel::{
     bindings,
@@ -59,6 +60,86 @@ pub(crate) fn xchg_full(a: &Atomic<u64>, v: u64) -> u64 {
         );
     }
     v
+}
+
+/// Bits `shift..shift + width` of a 64-bit word: one field of a word that
+/// is read and written whole. Each packed word declares its fields once, as
+/// `const`s beside its description, and [`Bits::disjoint`] checks at build
+/// time that they do not overlap.
+#[derive(Clone, Copy)]
+pub(crate) struct Bits {
+    shift: u32,
+    width: u32,
+}
+
+impl Bits {
+    /// Bits `shift..shift + width`; a build error where used in a `const`
+    /// if they are not bits of a `u64`.
+    pub(crate) const fn new(shift: u32, width: u32) -> Bits {
+        assert!(width > 0 && width <= 64 && shift <= 64 - width);
+        Bits { shift, width }
+    }
+
+    /// The field's bits, in place.
+    #[inline(always)]
+    pub(crate) const fn mask(self) -> u64 {
+        (u64::MAX >> (64 - self.width)) << self.shift
+    }
+
+    /// The field of `w`.
+    #[inline(always)]
+    pub(crate) const fn get(self, w: u64) -> u64 {
+        (w & self.mask()) >> self.shift
+    }
+
+    /// The field of `w`, sign-extended.
+    #[inline(always)]
+    pub(crate) const fn get_signed(self, w: u64) -> i64 {
+        ((w << (64 - self.shift - self.width)) as i64) >> (64 - self.width)
+    }
+
+    /// The low `width` bits of `v`: what the field keeps of it.
+    #[inline(always)]
+    pub(crate) const fn low(self, v: u64) -> u64 {
+        v & (self.mask() >> self.shift)
+    }
+
+    /// The low `width` bits of `v` in place, the rest of the word clear.
+    #[inline(always)]
+    pub(crate) const fn put(self, v: u64) -> u64 {
+        (v << self.shift) & self.mask()
+    }
+
+    /// `v` sign-truncated to the field, in place (see [`Bits::fits_signed`]).
+    #[inline(always)]
+    pub(crate) const fn put_signed(self, v: i64) -> u64 {
+        self.put(v as u64)
+    }
+
+    /// Whether the field holds `v` whole.
+    pub(crate) const fn fits(self, v: u64) -> bool {
+        v <= self.mask() >> self.shift
+    }
+
+    /// Whether the field holds `v` whole, sign-extended.
+    pub(crate) const fn fits_signed(self, v: i64) -> bool {
+        let half = 1i64 << (self.width - 1);
+        -half <= v && v < half
+    }
+
+    /// Whether no two of `fields` share a bit.
+    pub(crate) const fn disjoint(fields: &[Bits]) -> bool {
+        let mut seen = 0u64;
+        let mut rest = fields;
+        while let [f, tail @ ..] = rest {
+            if seen & f.mask() != 0 {
+                return false;
+            }
+            seen |= f.mask();
+            rest = tail;
+        }
+        true
+    }
 }
 
 /// Preemption off while it lives: `preempt_disable()` to
