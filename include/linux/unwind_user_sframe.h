@@ -26,15 +26,16 @@ int unwind_user_sframe_next(struct unwind_user_state *state,
 void unwind_user_sframe_done(const struct unwind_user_state *state);
 bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 			      unsigned long ra);
-void sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
-void sframe_mm_free(struct mm_struct *mm);
-void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
-		     unsigned long end, bool exec);
-void sframe_mm_mmap(struct vm_area_struct *vma);
-void sframe_mm_vdso(struct mm_struct *mm);
-void sframe_inode_evict(const struct inode *inode);
-long sframe_prctl(unsigned long op, unsigned long arg3, unsigned long arg4,
-		  unsigned long arg5);
+void unwind_user_sframe_mm_dup(struct mm_struct *mm,
+			       struct mm_struct *oldmm);
+void unwind_user_sframe_mm_free(struct mm_struct *mm);
+void unwind_user_sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
+				 unsigned long end, bool exec);
+void unwind_user_sframe_mm_mmap(struct vm_area_struct *vma);
+void unwind_user_sframe_mm_vdso(struct mm_struct *mm);
+void unwind_user_sframe_inode_evict(const struct inode *inode);
+long unwind_user_sframe_prctl(unsigned long op, unsigned long arg3,
+			      unsigned long arg4, unsigned long arg5);
 int unwind_user_assist_signal(unsigned int *timeout_ms);
 
 /*
@@ -85,6 +86,7 @@ struct unwind_user_judged {
 	long ctime_nsec;
 	bool may;	/* may have a PT_GNU_SFRAME of its own */
 };
+
 bool unwind_user_file_judged(const struct inode *inode, bool *may);
 bool unwind_user_file_judge_begin(struct inode *inode,
 				  struct unwind_user_judged *j);
@@ -136,21 +138,25 @@ static inline bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 	return true;
 }
 
-static inline void sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm) {}
+static inline void unwind_user_sframe_mm_dup(struct mm_struct *mm,
+					     struct mm_struct *oldmm) {}
 
-static inline void sframe_mm_free(struct mm_struct *mm) {}
+static inline void unwind_user_sframe_mm_free(struct mm_struct *mm) {}
 
-static inline void sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
-				   unsigned long end, bool exec) {}
+static inline void unwind_user_sframe_mm_unmap(struct mm_struct *mm,
+					       unsigned long start,
+					       unsigned long end, bool exec) {}
 
-static inline void sframe_mm_mmap(struct vm_area_struct *vma) {}
+static inline void unwind_user_sframe_mm_mmap(struct vm_area_struct *vma) {}
 
-static inline void sframe_mm_vdso(struct mm_struct *mm) {}
+static inline void unwind_user_sframe_mm_vdso(struct mm_struct *mm) {}
 
-static inline void sframe_inode_evict(const struct inode *inode) {}
+static inline void unwind_user_sframe_inode_evict(const struct inode *inode) {}
 
-static inline long sframe_prctl(unsigned long op, unsigned long arg3,
-				unsigned long arg4, unsigned long arg5)
+static inline long unwind_user_sframe_prctl(unsigned long op,
+					    unsigned long arg3,
+					    unsigned long arg4,
+					    unsigned long arg5)
 {
 	return -EINVAL;
 }

@@ -54,8 +54,9 @@
 use crate::{
     attach_state::{self, advance_files_gen, Bare},
     elf::{self, Segment},
+    file_mapping::FileMapping,
     memory::{self, gfp, Account},
-    mm::{self, FileMapping, LockedMm},
+    mmap_lock::{self, LockedMm},
     provider,
     registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
     section::{Section, SectionTable},
@@ -1202,7 +1203,7 @@ fn attach_tables(
         Ok(b) => b,
         Err(_) => return (Attach::Later, false),
     };
-    let added = mm::with_locked(mm, |l| {
+    let added = mmap_lock::with_locked(mm, |l| {
         for c in &found {
             // The same mapping of the same file as when the candidates were
             // found, and still its current, unchanged table: the same
@@ -1402,9 +1403,9 @@ fn ask(table: &FileTable, file: &File) -> bool {
 }
 
 /// Attaches to `mm` the table of the file `vma` maps, if it is executable
-/// and the file's table describes it (`sframe_mm_mmap()`). One lookup, no
-/// read of the file, and for a file that never had a table (its inode
-/// unmarked) not even the lookup: a bit test. A file with no table yet
+/// and the file's table describes it (`unwind_user_sframe_mm_mmap()`). One
+/// lookup, no read of the file, and for a file that never had a table (its
+/// inode unmarked) not even the lookup: a bit test. A file with no table yet
 /// leaves the mapping unsettled, for the next walk that meets uncovered
 /// code to build and attach, as does a mapping whose table could not be
 /// attached.
@@ -1543,7 +1544,7 @@ fn may_have_own_section(file: *mut bindings::file, inode: *const bindings::inode
 /// Never in line (see [`attach_mapped`]).
 #[inline(never)]
 pub(crate) fn registry_for_walk(mm: &MmWithUser) -> Result {
-    mm::with_locked(mm, |l| vdso::registry_or_create(l).map(|_| ()))
+    mmap_lock::with_locked(mm, |l| vdso::registry_or_create(l).map(|_| ()))
 }
 
 #[kunit_tests(unwind_user_file_table)]

@@ -6,7 +6,7 @@
 //! space's registry.
 
 use crate::{
-    assist, file_table, memory, mm, provider,
+    assist, file_table, memory, mmap_lock, provider,
     registry::{RegistryWriter, SframeMm, MAX_SECTION_SIZE},
     section::Section,
     uapi::{eopnotsupp, read_versioned, write_versioned},
@@ -61,8 +61,8 @@ fn add(s: Section) -> Result {
     .map_err(|e| if reader.killed { EINTR } else { e })?
     .shared()?;
 
-    mm::with_current(|mm| {
-        mm::with_locked(mm, |mm| {
+    mmap_lock::with_current(|mm| {
+        mmap_lock::with_locked(mm, |mm| {
             let sframe_end = s.sframe_start + s.sframe_len as usize;
             if !mm.in_one_vma(s.text_start, s.text_end, EXEC) {
                 return Err(refuse("text is not in one executable mapping", &s, EINVAL));
@@ -110,8 +110,8 @@ fn register(ptr: c_ulong, size: c_ulong) -> Result {
 
 /// `UNWIND_USER_SFRAME_UNREGISTER`.
 fn unregister(text_start: c_ulong) -> Result {
-    mm::with_current(|mm| {
-        mm::with_locked(mm, |mm| {
+    mmap_lock::with_current(|mm| {
+        mmap_lock::with_locked(mm, |mm| {
             RegistryWriter::of(mm).ok_or(ENOENT)?.remove(text_start)
         })
     })
@@ -130,7 +130,7 @@ fn query(ptr: c_ulong, size: c_ulong) -> Result {
         } else {
             ((0, 0), (0, 0), 0)
         };
-    let info = mm::with_current(|mm| {
+    let info = mmap_lock::with_current(|mm| {
         let Some(r) = SframeMm::of(mm) else {
             return Ok(bindings::unwind_user_info {
                 file_tables,

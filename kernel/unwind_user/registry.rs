@@ -27,7 +27,7 @@ use crate::{
     attach_state::{AttachState, Bare},
     counters::Counters,
     memory::gfp,
-    mm::LockedMm,
+    mmap_lock::LockedMm,
     rule_cache::{Cached, RuleCache, GEN_COUNT, GEN_REGISTERED},
     section::{KnownRow, Section, SectionTable},
     word::{read_once, write_once, NoPreempt},
@@ -687,7 +687,7 @@ impl SframeMm {
 }
 
 /// A registry as its writers see it: exec, prctl, munmap and fork change
-/// it with the mmap write lock held ([`crate::mm::LockedMm`]), a test with
+/// it with the mmap write lock held ([`crate::mmap_lock::LockedMm`]), a test with
 /// the only reference to a registry it made. The operations that replace
 /// the table take `&mut self`, so that the borrow checker keeps a table
 /// they may retire from being used after.

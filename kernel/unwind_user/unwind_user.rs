@@ -32,11 +32,12 @@
 //!   `usual.rs`: the usual rows of a table, flattened for the cold step;
 //! - leaves: `uapi.rs` (the uapi structs in user memory), `elf.rs` (a
 //!   file's program headers), `sigframe.rs` (the signal frame),
-//!   `usermem.rs` (reading the task's memory, faultable or not), `mm.rs`
-//!   (the mmap write lock, held by the registry's writers), `memory.rs`
-//!   (allocation flags, and the budget of file tables), `counters.rs`
-//!   (what `UNWIND_USER_QUERY` reads), `word.rs` (lock-free words and
-//!   preemption, in line).
+//!   `usermem.rs` (reading the task's memory, faultable or not),
+//!   `mmap_lock.rs` (the mmap write lock, held by the registry's writers),
+//!   `file_mapping.rs` (an executable mapping of a file, as the file
+//!   tables see it), `memory.rs` (allocation flags, and the budget of file
+//!   tables), `counters.rs` (what `UNWIND_USER_QUERY` reads), `word.rs`
+//!   (lock-free words and their fields, and preemption, in line).
 //!
 //! The section bytes are untrusted and may change at any time: they are
 //! decoded by the `sframe` crate, which checks every offset, and read with
@@ -62,9 +63,10 @@ mod assist;
 mod attach_state;
 mod counters;
 mod elf;
+mod file_mapping;
 mod file_table;
 mod memory;
-mod mm;
+mod mmap_lock;
 mod prctl;
 mod provider;
 mod registry;
@@ -93,7 +95,12 @@ pub extern "C" fn unwind_user_files_init() {
 
 /// `prctl(PR_UNWIND_USER, op, arg3, arg4, arg5)`.
 #[export]
-pub extern "C" fn sframe_prctl(op: c_ulong, arg3: c_ulong, arg4: c_ulong, arg5: c_ulong) -> c_long {
+pub extern "C" fn unwind_user_sframe_prctl(
+    op: c_ulong,
+    arg3: c_ulong,
+    arg4: c_ulong,
+    arg5: c_ulong,
+) -> c_long {
     match prctl::prctl(op, arg3, arg4, arg5) {
         Ok(v) => v,
         Err(e) => e.to_errno() as c_long,
@@ -422,12 +429,12 @@ pub unsafe extern "C" fn unwind_user_sframe_done(state: *const bindings::unwind_
 /// `vma` must be a VMA of the current task's mm, which has users, in
 /// place, with the mmap write lock held.
 #[export]
-pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
+pub unsafe extern "C" fn unwind_user_sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
     // SAFETY: `vma` is live and in its mm, whose write lock is held (the
     // caller's contract), for the call.
     let (mm, vma) = unsafe {
         (
-            mm::LockedMm::assume_locked((*vma).vm_mm),
+            mmap_lock::LockedMm::assume_locked((*vma).vm_mm),
             VmaRef::from_raw(vma),
         )
     };
@@ -444,7 +451,7 @@ pub unsafe extern "C" fn sframe_mm_mmap(vma: *mut bindings::vm_area_struct) {
 /// maps it, and it would be built again from the file. `inode` is only
 /// compared, never dereferenced.
 #[export]
-pub extern "C" fn sframe_inode_evict(inode: *const bindings::inode) {
+pub extern "C" fn unwind_user_sframe_inode_evict(inode: *const bindings::inode) {
     file_table::evict(inode);
 }
 
@@ -465,9 +472,9 @@ pub extern "C" fn unwind_user_vdso_init() {
 ///
 /// `mm` must be a live mm with users, its mmap write lock held.
 #[export]
-pub unsafe extern "C" fn sframe_mm_vdso(mm: *mut bindings::mm_struct) {
+pub unsafe extern "C" fn unwind_user_sframe_mm_vdso(mm: *mut bindings::mm_struct) {
     // SAFETY: The caller's contract, for the call.
-    let mm = unsafe { mm::LockedMm::assume_locked(mm) };
+    let mm = unsafe { mmap_lock::LockedMm::assume_locked(mm) };
     vdso::register(&mm);
 }
 
@@ -483,15 +490,15 @@ pub unsafe extern "C" fn sframe_mm_vdso(mm: *mut bindings::mm_struct) {
 ///
 /// Both pointers must be live mms with users, their mmap write locks held.
 #[export]
-pub unsafe extern "C" fn sframe_mm_dup(
+pub unsafe extern "C" fn unwind_user_sframe_mm_dup(
     mm: *mut bindings::mm_struct,
     oldmm: *mut bindings::mm_struct,
 ) {
     // SAFETY: The caller's contract, for both, for the whole call.
     let (new, old) = unsafe {
         (
-            mm::LockedMm::assume_locked(mm),
-            mm::LockedMm::assume_locked(oldmm),
+            mmap_lock::LockedMm::assume_locked(mm),
+            mmap_lock::LockedMm::assume_locked(oldmm),
         )
     };
     let Some(old) = RegistryWriter::of(&old) else {
@@ -535,7 +542,7 @@ pub unsafe extern "C" fn sframe_mm_dup(
 /// `mm` must be live and have no users left: no task runs with it, so no
 /// walk can read its registry.
 #[export]
-pub unsafe extern "C" fn sframe_mm_free(mm: *mut bindings::mm_struct) {
+pub unsafe extern "C" fn unwind_user_sframe_mm_free(mm: *mut bindings::mm_struct) {
     // SAFETY: The caller's contract.
     unsafe { SframeMm::free(mm) };
 }
@@ -547,14 +554,14 @@ pub unsafe extern "C" fn sframe_mm_free(mm: *mut bindings::mm_struct) {
 ///
 /// `mm` must be a live mm with users, its mmap write lock held.
 #[export]
-pub unsafe extern "C" fn sframe_mm_unmap(
+pub unsafe extern "C" fn unwind_user_sframe_mm_unmap(
     mm: *mut bindings::mm_struct,
     start: c_ulong,
     end: c_ulong,
     exec: bool,
 ) {
     // SAFETY: The caller's contract.
-    let mm = unsafe { mm::LockedMm::assume_locked(mm) };
+    let mm = unsafe { mmap_lock::LockedMm::assume_locked(mm) };
     if let Some(mut r) = RegistryWriter::of(&mm) {
         r.unmap(start, end, exec);
     }

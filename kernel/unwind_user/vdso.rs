@@ -19,7 +19,7 @@
 use crate::{
     elf::{self, Segment},
     memory::gfp,
-    mm::LockedMm,
+    mmap_lock::LockedMm,
     registry::RegistryWriter,
     section::{Section, SectionTable},
     usual::TextCode,

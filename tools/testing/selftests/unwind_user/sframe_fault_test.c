@@ -229,11 +229,11 @@ TEST_F(fault, fork_copy_fails)
 {
 	unsigned long long before = nr_sections();
 	unsigned int n, dropped = 0;
-	int err = fail_only_under("sframe_mm_dup");
+	int err = fail_only_under("unwind_user_sframe_mm_dup");
 
 	if (err == -ENOENT) {
 		fail_anywhere();
-		SKIP(return, "no sframe_mm_dup in /proc/kallsyms, or no CONFIG_FAULT_INJECTION_STACKTRACE_FILTER");
+		SKIP(return, "no unwind_user_sframe_mm_dup in /proc/kallsyms, or no CONFIG_FAULT_INJECTION_STACKTRACE_FILTER");
 	}
 	ASSERT_EQ(0, err);
 	for (n = 1; n < MAX_NTH; n++) {

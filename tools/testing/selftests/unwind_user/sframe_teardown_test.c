@@ -7,7 +7,8 @@
  * must not be freed where sleeping is not allowed: the last reference to
  * an exited mm often goes in finish_task_switch(), in atomic context, so
  * a registry freed from __mmdrop() makes vfree() report "BUG: sleeping
- * function called from invalid context" (sframe_mm_free <- __mmdrop).
+ * function called from invalid context"
+ * (unwind_user_sframe_mm_free <- __mmdrop).
  *
  * Every way a registry goes is taken: a child of fork() that inherited it
  * and exits; a child that registers and exits; one that registers and
