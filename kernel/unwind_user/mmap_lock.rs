@@ -44,6 +44,8 @@ impl<'a> LockedMm<'a> {
     /// `mm` must point to a `mm_struct` with users for `'a`, whose mmap
     /// write lock the caller holds for as long as the value lives.
     pub(crate) unsafe fn assume_locked(mm: *mut bindings::mm_struct) -> Self {
+        // INVARIANT: `mm` has users for `'a` and its write lock is held for
+        // as long as the value lives: the caller's contract.
         LockedMm {
             // SAFETY: Live, so not null (the caller's contract).
             mm: unsafe { NonNull::new_unchecked(mm) },
@@ -117,6 +119,8 @@ impl<'a> MmapWriteGuard<'a> {
         if unsafe { bindings::mmap_write_lock_killable(mm.as_raw()) } != 0 {
             return Err(EINTR);
         }
+        // INVARIANT: The lock was taken just above, and only `drop()`
+        // releases it.
         Ok(MmapWriteGuard {
             // SAFETY: `mm` has users for `'a`, and we hold its mmap write
             // lock until `drop()`.

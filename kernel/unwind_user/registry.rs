@@ -150,6 +150,9 @@ impl Table {
         for a in add {
             entries.push(a, gfp())?;
         }
+        // INVARIANT: `old`'s entries are sorted and apart (its invariant),
+        // and every caller gives `add` in text order, overlapping none of
+        // them nor each other: merged in text order, they stay so.
         Ok(KBox::new(
             Table {
                 rcu: Opaque::uninit(),
@@ -356,6 +359,8 @@ impl SframeMm {
 
     /// A new state with no registration.
     pub(crate) fn new() -> Result<KBox<SframeMm>> {
+        // INVARIANT: `table` is null. Once `mm->sframe` points to the
+        // object, only `free()`, from `__mmput()`, frees it.
         Ok(KBox::new(
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
