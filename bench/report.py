@@ -156,7 +156,7 @@ CATEGORIES = [
         r'UserSlice|uaccess|fault')),
     ('SFrame decoder (rust/sframe)', re.compile(r'6sframe|^sframe::')),
     ('SFrame registry and step (kernel/unwind_user)', re.compile(
-        r'11unwind_user|^unwind_user::|unwind_user_sframe_next')),
+        r'11unwind_user|^unwind_user::|^unwind_user_sframe_')),
     ('RCU', re.compile(r'rcu')),
     ('Rust helpers (C calls for atomics, current)', re.compile(r'rust_helper')),
     ('generic unwind (kernel/unwind/user.c)', re.compile(r'^unwind_user')),

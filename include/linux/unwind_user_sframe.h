@@ -26,8 +26,7 @@ int unwind_user_sframe_next(struct unwind_user_state *state,
 void unwind_user_sframe_done(const struct unwind_user_state *state);
 bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 			      unsigned long ra);
-void unwind_user_sframe_mm_dup(struct mm_struct *mm,
-			       struct mm_struct *oldmm);
+void unwind_user_sframe_mm_dup(struct mm_struct *mm, struct mm_struct *oldmm);
 void unwind_user_sframe_mm_free(struct mm_struct *mm);
 void unwind_user_sframe_mm_unmap(struct mm_struct *mm, unsigned long start,
 				 unsigned long end, bool exec);
@@ -73,7 +72,8 @@ void unwind_user_cond_resched(void);
 bool unwind_user_inode_users(const struct inode *inode);
 u32 unwind_user_payer(void);
 struct folio;
-const void *unwind_user_file_first_page(struct file *file, struct folio **folio);
+const void *unwind_user_file_first_page(struct file *file,
+					struct folio **folio);
 void unwind_user_file_page_done(struct folio *folio, const void *addr);
 int unwind_user_file_read(struct file *file, void *buf, size_t len, loff_t pos);
 /* What mmap judged of a file's program headers (files.c). */
@@ -130,7 +130,8 @@ static inline int unwind_user_sframe_next(struct unwind_user_state *state,
 	return -ENOENT;
 }
 
-static inline void unwind_user_sframe_done(const struct unwind_user_state *state) {}
+static inline void
+unwind_user_sframe_done(const struct unwind_user_state *state) {}
 
 static inline bool unwind_user_sframe_ra_ok(struct unwind_user_state *state,
 					    unsigned long ra)

@@ -151,8 +151,10 @@ impl Table {
             entries.push(a, gfp())?;
         }
         // INVARIANT: `old`'s entries are sorted and apart (its invariant),
-        // and every caller gives `add` in text order, overlapping none of
-        // them nor each other: merged in text order, they stay so.
+        // and every caller gives `add` in text order, overlapping neither
+        // each other nor `old`'s live entries; the dead ones, which `add` may
+        // overlap, are dropped above (an entry never comes back to life):
+        // merged in text order, they stay sorted and apart.
         Ok(KBox::new(
             Table {
                 rcu: Opaque::uninit(),
@@ -271,7 +273,8 @@ impl Room {
 /// `table` is null or points to a [`Table`] owned by this object, replaced
 /// only with the mmap write lock held; retired tables are freed after an RCU
 /// grace period. The object lives until the mm has no users left
-/// (`__mmput()`).
+/// (`__mmput()`), or, in a child of fork whose copy failed, until
+/// `unwind_user_sframe_mm_dup()` frees it before any task runs with the mm.
 pub(crate) struct SframeMm {
     table: Atomic<*mut Table>,
     /// Whether the address space has the tables of the files it maps.
@@ -360,7 +363,8 @@ impl SframeMm {
     /// A new state with no registration.
     pub(crate) fn new() -> Result<KBox<SframeMm>> {
         // INVARIANT: `table` is null. Once `mm->sframe` points to the
-        // object, only `free()`, from `__mmput()`, frees it.
+        // object, only `free()` frees it: from `__mmput()`, or from
+        // `unwind_user_sframe_mm_dup()` for a child no task has run yet.
         Ok(KBox::new(
             SframeMm {
                 table: Atomic::new(core::ptr::null_mut()),
@@ -400,8 +404,9 @@ impl SframeMm {
         REGISTRIES.add(1, Relaxed);
         // SAFETY: `mm` is live (the caller's contract).
         unsafe { slot(mm) }.store(p, Release);
-        // SAFETY: Just allocated; freed only with the mm, when it has no
-        // users left, after `'a`.
+        // SAFETY: Just allocated; freed only when the mm has no users left,
+        // after `'a`, or by the fork that made the mm if its copy failed,
+        // which no longer uses it (`unwind_user_sframe_mm_dup()`).
         unsafe { &*p }
     }
 
@@ -409,6 +414,8 @@ impl SframeMm {
     /// test's).
     #[cfg(CONFIG_KUNIT = "y")]
     pub(crate) fn exclusive(&mut self) -> RegistryWriter<'_> {
+        // INVARIANT: `&mut self` is the only reference to the registry for
+        // the borrow: its only writer.
         RegistryWriter(self)
     }
 
@@ -692,10 +699,10 @@ impl SframeMm {
 }
 
 /// A registry as its writers see it: exec, prctl, munmap and fork change
-/// it with the mmap write lock held ([`crate::mmap_lock::LockedMm`]), a test with
-/// the only reference to a registry it made. The operations that replace
-/// the table take `&mut self`, so that the borrow checker keeps a table
-/// they may retire from being used after.
+/// it with the mmap write lock held ([`LockedMm`]), a test with the only
+/// reference to a registry it made. The operations that replace the table
+/// take `&mut self`, so that the borrow checker keeps a table they may
+/// retire from being used after.
 ///
 /// # Invariants
 ///

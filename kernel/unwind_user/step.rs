@@ -39,7 +39,8 @@ const WALK_BYTES: u32 = 256 << 10;
 /// What the next step does first (`state->sframe.hint`, `enum
 /// unwind_user_sframe_hint`): probe the rule cache, ...
 const NEXT_PROBE: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_PROBE as u8;
-/// ... take the frame-pointer rule (user.c, without calling the unwinder),
+/// ... take the frame-pointer rule (`unwind_user_sframe_fp_known()`, in
+/// line in C: no call into the unwinder),
 const NEXT_FP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_FP as u8;
 /// ... or look the PC up ([`next_usual`]).
 const NEXT_LOOKUP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_LOOKUP as u8;

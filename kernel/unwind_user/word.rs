@@ -123,8 +123,10 @@ impl Bits {
 
     /// Whether the field holds `v` whole, sign-extended.
     pub(crate) const fn fits_signed(self, v: i64) -> bool {
-        let half = 1i64 << (self.width - 1);
-        -half <= v && v < half
+        // `v >> (width - 1)` is all zeros or all ones: `v` sign-extends
+        // from the field's top bit (any `v` for a 64-bit field).
+        let top = v >> (self.width - 1);
+        top == 0 || top == -1
     }
 
     /// Whether no two of `fields` share a bit.
