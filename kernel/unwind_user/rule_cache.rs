@@ -2,7 +2,9 @@
 
 //! The rule cache: what each PC of an address space unwinds with, kept from
 //! one walk to the next so that a frame seen before costs neither a search
-//! of the registry nor a read of a section.
+//! of the registry nor a read of a section; and the frame rule of an SFrame
+//! row ([`rule`]), the one translation from which both the step's frame
+//! and the cache's word ([`CachedRule::word`]) are derived.
 
 use crate::{
     memory::gfp,
@@ -14,6 +16,48 @@ use kernel::{
     prelude::*,
     sync::atomic::{Atomic, Relaxed},
 };
+use sframe::{Base, RegRule, Row};
+
+/// What user.c should do with a frame an SFrame row describes.
+pub(crate) enum Rule {
+    /// Apply this frame rule.
+    Frame(bindings::unwind_user_frame),
+    /// The row marks the outermost frame: the walk ends here, cleanly.
+    Outermost,
+}
+
+/// Translates an SFrame row into the generic step's frame rule, or `None`
+/// if the row needs more than it can express (a CFA or register rule based
+/// on a register other than SP and FP, or a dereferenced CFA).
+pub(crate) fn rule(row: &Row) -> Option<Rule> {
+    if row.outermost || row.ra == RegRule::Undefined {
+        return Some(Rule::Outermost);
+    }
+    if row.cfa.deref {
+        return None;
+    }
+    let use_fp = match row.cfa.base {
+        Base::Sp => false,
+        Base::Fp => true,
+        _ => return None,
+    };
+    let ra_off = match row.ra {
+        RegRule::CfaOffset(off) => off,
+        _ => return None,
+    };
+    let fp_off = match row.fp {
+        RegRule::CfaOffset(off) if off != 0 => off,
+        RegRule::SameValue => 0,
+        _ => return None,
+    };
+    Some(Rule::Frame(bindings::unwind_user_frame {
+        cfa_off: row.cfa.offset,
+        ra_off,
+        fp_off,
+        use_fp,
+        outermost: false,
+    }))
+}
 
 /// The fields of an address space's generation word: whether its table
 /// has an entry, and the generation, advanced on every change a cached rule

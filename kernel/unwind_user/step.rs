@@ -10,7 +10,7 @@ use crate::{
     attach_state,
     counters::Counters,
     registry::{Found, SframeMm},
-    rule_cache::{Cached, CachedRule},
+    rule_cache::{rule, Cached, CachedRule, Rule},
     section::KnownRow,
     sigframe::{self, RT_SIGRETURN},
     usermem::{UserMem, UserReader},
@@ -46,47 +46,6 @@ const NEXT_FP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_FP as u
 const NEXT_LOOKUP: u8 = bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_LOOKUP as u8;
 // The hint is kept in a byte: the casts above lose nothing.
 const _: () = assert!(bindings::unwind_user_sframe_hint_UNWIND_USER_SFRAME_LOOKUP <= 0xff);
-
-/// What user.c should do with a frame an SFrame row describes.
-pub(crate) enum Rule {
-    /// Apply this frame rule.
-    Frame(bindings::unwind_user_frame),
-    /// The row marks the outermost frame: the walk ends here, cleanly.
-    Outermost,
-}
-
-/// Translates an SFrame row into the generic step's frame rule, or `None`
-/// if the row needs more than it can express (a CFA or register rule based
-/// on a register other than SP and FP, or a dereferenced CFA).
-pub(crate) fn rule(row: &Row) -> Option<Rule> {
-    if row.outermost || row.ra == RegRule::Undefined {
-        return Some(Rule::Outermost);
-    }
-    if row.cfa.deref {
-        return None;
-    }
-    let use_fp = match row.cfa.base {
-        Base::Sp => false,
-        Base::Fp => true,
-        _ => return None,
-    };
-    let ra_off = match row.ra {
-        RegRule::CfaOffset(off) => off,
-        _ => return None,
-    };
-    let fp_off = match row.fp {
-        RegRule::CfaOffset(off) if off != 0 => off,
-        RegRule::SameValue => 0,
-        _ => return None,
-    };
-    Some(Rule::Frame(bindings::unwind_user_frame {
-        cfa_off: row.cfa.offset,
-        ra_off,
-        fp_off,
-        use_fp,
-        outermost: false,
-    }))
-}
 
 /// Does the function of `row` keep a frame pointer at this point (CFA based
 /// on FP, the caller's FP saved)? Then the frame-pointer rule finds its

@@ -6,8 +6,8 @@
 //! meets most of its PCs for the first time, and pays for each the
 //! registry's lookup: the function's binary search, then its rows'. The
 //! rows nearly all code has (CFA on SP or FP, the return address at
-//! CFA - 8, the caller's FP saved or not; [`sframe::PackedRow::simple`])
-//! are kept here a second time, as the ORC unwinder keeps its table: one
+//! CFA - 8, the caller's FP saved or not), as the step's [`rule`] reads
+//! them, are kept here a second time, as the ORC unwinder keeps its table: one
 //! array of text offsets, ascending, where a rule starts, the rule as the
 //! rule cache's slot holds it, and an index by text block into the array,
 //! so that a PC's rule is a search of the few offsets of its block. A PC
@@ -33,7 +33,7 @@
 
 use crate::{
     memory::gfp,
-    rule_cache::{Cached, CachedRule},
+    rule_cache::{rule, Cached, CachedRule, Rule},
     sigframe::RT_SIGRETURN,
     word::{read_once, write_once, Bits},
 };
@@ -251,31 +251,25 @@ pub(crate) struct UsualRows {
     hot_shift: u32,
 }
 
-/// The word of `row`, a row of function `f` of a section of `version`,
-/// if it is usual and the rule cache can hold it; else 0.
+/// The word of `row`, a row of function `f` (unpacked: `fde`) of a section
+/// with `header`: the frame rule the step takes from the row ([`rule`]),
+/// as the rule cache holds it; 0 (the full lookup's) for a signal frame,
+/// a row the step does not take whole, and a rule the cache cannot hold.
 pub(crate) fn word_of(
-    version: sframe::Version,
+    header: &sframe::Header,
     f: &sframe::PackedFde,
+    fde: &sframe::Fde,
     row: &sframe::PackedRow,
 ) -> u16 {
-    if f.signal_frame(version) {
+    if f.signal_frame(header.version) {
         return 0;
     }
-    let Some(s) = row.simple() else {
-        return 0;
-    };
-    let fp_off = match s.fp_off {
-        None => 0,
-        // The step's rule() leaves such a row to the full lookup.
-        Some(0) => return 0,
-        Some(off) => off,
-    };
-    let rule = CachedRule {
-        cfa_off: s.cfa_off,
-        fp_off,
-        use_fp: s.cfa_on_fp,
-    };
-    rule.word().unwrap_or(0)
+    match row.unpack(header, fde).as_ref().and_then(rule) {
+        Some(Rule::Frame(frame)) => CachedRule::of_frame(&frame)
+            .and_then(CachedRule::word)
+            .unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Drops the entries a lookup never lands on or need not: of entries at
@@ -382,12 +376,18 @@ impl UsualRows {
                 if fn_rows.first().is_none_or(|r| r.start() > 0) {
                     fits &= push(start, no_row)?;
                 }
+                // The rows of a function that does not unpack (none, in a
+                // validated section) are the full lookup's.
+                let fde = u32::try_from(i)
+                    .ok()
+                    .and_then(|i| f.unpack(header.version, 0, i).ok());
                 for r in fn_rows {
                     let at = start + u64::from(r.start());
                     if at >= end {
                         break;
                     }
-                    fits &= push(at, word_of(header.version, f, r))?;
+                    let w = fde.as_ref().map_or(0, |fde| word_of(header, f, fde, r));
+                    fits &= push(at, w)?;
                 }
             }
             // Past the function: no function, up to the next one that has

@@ -948,24 +948,6 @@ impl PackedRow {
         })
     }
 
-    /// The rules of a decoded row that is not the outermost and keeps the
-    /// return address at the header's fixed offset from the CFA: those of
-    /// nearly every row, taken without building the [`Row`]
-    /// ([`PackedRow::unpack`] gives any row in full).
-    #[inline]
-    pub fn simple(&self) -> Option<SimpleRule> {
-        let f = self.flags;
-        let other = ROW_RA_UNDEFINED | ROW_RA_SAME | ROW_OUTERMOST;
-        if f & ROW_DECODED == 0 || f & other != 0 {
-            return None;
-        }
-        Some(SimpleRule {
-            cfa_on_fp: f & ROW_CFA_FP != 0,
-            cfa_off: self.cfa_offset(),
-            fp_off: self.fp_offset(),
-        })
-    }
-
     /// The CFA's offset from its base register, in bytes.
     #[inline]
     fn cfa_offset(&self) -> i32 {
@@ -997,17 +979,4 @@ impl PackedRow {
             .ok_or(Error::NotCovered)?;
         rows.get(i).copied().ok_or(Error::NotCovered)
     }
-}
-
-/// The rules of a row as most code has them (see [`PackedRow::simple`]):
-/// the return address at the header's fixed offset from the CFA.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SimpleRule {
-    /// The CFA is FP + `cfa_off` (else SP + `cfa_off`).
-    pub cfa_on_fp: bool,
-    /// The CFA's offset from its base register.
-    pub cfa_off: i32,
-    /// Where the caller's FP is saved, from the CFA; `None`: not saved
-    /// (FP keeps its value).
-    pub fp_off: Option<i32>,
 }
