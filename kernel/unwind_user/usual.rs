@@ -432,6 +432,14 @@ impl UsualRows {
         for _ in 0..1 << bits {
             hot.push(Atomic::new(0), gfp())?;
         }
+        // INVARIANT: The offsets were pushed in ascending order, from 0:
+        // functions come sorted by start, a validated function's rows
+        // strictly ascending, and each function's entries lie between its
+        // start and the next one's. `compact()` kept the last of equal
+        // offsets (so the one at 0 stays first) and `words` as long as
+        // `starts`. `blocks` is counted from `starts` just above; `hot` has
+        // `1 << bits` slots, all 0, with `bits` from `HOT_MIN_SHIFT` to
+        // `HOT_MAX_SHIFT`, so `hot_shift` is below 32.
         Ok(UsualRows {
             starts,
             words,
