@@ -62,6 +62,6 @@ pub use reader::{Blocks, Reader};
 pub use section::{FreMark, Section, Stopped, Visitor};
 pub use types::{
     Abi, Base, CfaRule, Fde, FdeType, FreType, Header, PackedFde, PackedRow, PcType, RawFre,
-    RegRule, Row, Version, F_FDE_FUNC_START_PCREL, F_FDE_SORTED, F_FRAME_POINTER,
-    HEADER_SIZE, MAGIC, MAX_DATA_WORDS, MAX_FRES_PER_FDE,
+    RegRule, Row, Version, F_FDE_FUNC_START_PCREL, F_FDE_SORTED, F_FRAME_POINTER, HEADER_SIZE,
+    MAGIC, MAX_DATA_WORDS, MAX_FRES_PER_FDE,
 };
