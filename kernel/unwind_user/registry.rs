@@ -29,7 +29,7 @@ use crate::{
     memory::gfp,
     mmap_lock::LockedMm,
     rule_cache::{Cached, RuleCache, GEN_COUNT, GEN_REGISTERED},
-    section::{KnownRow, Section, SectionTable},
+    section::{Answer, KnownRow, Section, SectionTable},
     word::{read_once, write_once, NoPreempt},
 };
 use core::sync::atomic::{compiler_fence, Ordering};
@@ -72,21 +72,17 @@ pub(crate) struct Found {
     pub(crate) id: u64,
     /// The section's header, as validated at registration.
     pub(crate) header: sframe::Header,
-    /// The function containing the PC, if any: (its index, its FDE).
-    pub(crate) fde: Option<(u32, sframe::PackedFde)>,
-    /// Where the walk of that function's rows may start for the PC.
-    pub(crate) mark: Option<sframe::FreMark>,
-    /// The PC's row, if the table keeps it decoded.
-    pub(crate) known: KnownRow,
+    /// What the section's table knows of the PC's row.
+    pub(crate) answer: Answer,
 }
 
 impl Found {
     /// The PC's row, if the lookup found it decoded.
     pub(crate) fn known_row(&self) -> Option<sframe::Row> {
-        let KnownRow::Row(row) = self.known else {
+        let KnownRow::Row(row) = self.answer.known else {
             return None;
         };
-        let (i, f) = self.fde?;
+        let (i, f) = self.answer.fde?;
         let fde = f
             .unpack(self.header.version, self.section.text_start as u64, i)
             .ok()?;
@@ -534,19 +530,11 @@ impl SframeMm {
         let gen = self.gen();
         let found = self.table(&guard).and_then(|t| t.find(pc)).map(|(_, e)| {
             let off = pc.wrapping_sub(e.section.text_start) as u64;
-            let fde = e.fdes.find(off);
-            let known = fde.map_or(KnownRow::Read, |(i, f)| e.fdes.known_row(i, &f, off));
-            let mark = match known {
-                KnownRow::Read => fde.and_then(|(i, f)| e.fdes.mark(i, &f, off)),
-                KnownRow::Row(_) | KnownRow::Uncovered => None,
-            };
             Found {
                 section: e.section,
                 id: e.id,
                 header: e.fdes.header(),
-                fde,
-                mark,
-                known,
+                answer: e.fdes.answer(off),
             }
         });
         Lookup { found, gen }
@@ -1250,7 +1238,7 @@ mod tests {
         let mut mm = SframeMm::new()?;
         let mut mm = mm.exclusive();
         mm.add(sec(0x11000, 0x100), fdes)?;
-        let fde_at = |pc| found(&mm, pc).map(|f| f.fde);
+        let fde_at = |pc| found(&mm, pc).map(|f| f.answer.fde);
         assert_eq!(fde_at(0x11000), Some(Some((0, packed))));
         assert_eq!(fde_at(0x1101f), Some(Some((0, packed))));
         // Registered text, no function there; no registration.
@@ -1258,9 +1246,9 @@ mod tests {
         assert_eq!(fde_at(0x11100), None);
         // What the lookup kept unpacks to the FDE the section gave.
         let f = found(&mm, 0x11010).ok_or(ENOENT)?;
-        let (i, p) = f.fde.ok_or(ENOENT)?;
+        let (i, p) = f.answer.fde.ok_or(ENOENT)?;
         assert_eq!(p.unpack(f.header.version, 0x11000, i), Ok(fde));
-        let mark_at = |pc| found(&mm, pc).and_then(|f| f.mark).map(|m| m.index);
+        let mark_at = |pc| found(&mm, pc).and_then(|f| f.answer.mark).map(|m| m.index);
         assert_eq!(mark_at(0x11007), None);
         assert_eq!(mark_at(0x11008), Some(16));
         assert_eq!(mark_at(0x1100f), Some(16));

@@ -230,9 +230,21 @@ impl SectionTable {
             + self.usual.bytes()
     }
 
+    /// What the table knows of the row of the PC `off` bytes into the text,
+    /// without reading the section: the one question a lookup asks it.
+    pub(crate) fn answer(&self, off: u64) -> Answer {
+        let fde = self.find(off);
+        let known = fde.map_or(KnownRow::Read, |(i, f)| self.known_row(i, &f, off));
+        let mark = match known {
+            KnownRow::Read => fde.and_then(|(i, f)| self.mark(i, &f, off)),
+            KnownRow::Row(_) | KnownRow::Uncovered => None,
+        };
+        Answer { fde, mark, known }
+    }
+
     /// The FDE whose function contains `off` (from the text start), and its
     /// index.
-    pub(crate) fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde)> {
+    fn find(&self, off: u64) -> Option<(u32, sframe::PackedFde)> {
         let i = self
             .packed
             .partition_point(|f| u64::from(f.start()) <= off)
@@ -243,7 +255,7 @@ impl SectionTable {
 
     /// The last mark of the rows of function `i` (`f`) at or below `off`,
     /// where a read of its rows may start.
-    pub(crate) fn mark(&self, i: u32, f: &sframe::PackedFde, off: u64) -> Option<sframe::FreMark> {
+    fn mark(&self, i: u32, f: &sframe::PackedFde, off: u64) -> Option<sframe::FreMark> {
         // In the function, so within 4 GiB of its start.
         let ip_off = u32::try_from(off.checked_sub(u64::from(f.start()))?).ok()?;
         self.marks
@@ -256,7 +268,7 @@ impl SectionTable {
 
     /// The row of a PC `off` bytes into the text, in function `i` (`f`),
     /// as the rows kept decoded say.
-    pub(crate) fn known_row(&self, i: u32, f: &sframe::PackedFde, off: u64) -> KnownRow {
+    fn known_row(&self, i: u32, f: &sframe::PackedFde, off: u64) -> KnownRow {
         let first = |k: usize| self.row_first.get(k).map(|&r| r as usize);
         let Some(lo) = first(i as usize) else {
             return KnownRow::Read;
@@ -271,6 +283,18 @@ impl SectionTable {
             Ok(_) | Err(_) => KnownRow::Read,
         }
     }
+}
+
+/// What a table knows of the row of one PC without reading the section
+/// ([`SectionTable::answer`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Answer {
+    /// The function containing the PC, if any: (its index, its FDE).
+    pub(crate) fde: Option<(u32, sframe::PackedFde)>,
+    /// Where a read of that function's rows may start for the PC.
+    pub(crate) mark: Option<sframe::FreMark>,
+    /// The PC's row, if the table keeps it decoded.
+    pub(crate) known: KnownRow,
 }
 
 /// What a lookup knows of the row of a PC in a function without reading

@@ -248,7 +248,7 @@ fn find_row<R: sframe::Reader>(
     let s = &found.section;
     let fde = fde.unpack(found.header.version, s.text_start as u64, i)?;
     sframe::Section::with_header(reader, s.sframe_len, s.sframe_addr as u64, found.header)?
-        .find_row_from(&fde, found.mark.as_ref(), pc as u64)
+        .find_row_from(&fde, found.answer.mark.as_ref(), pc as u64)
 }
 
 /// The row of `pc` in the function `found` names, as the lookup found it
@@ -261,10 +261,10 @@ fn read_row(
     mem: UserMem,
     pc: usize,
 ) -> Result<Option<Row>> {
-    let Some((i, fde)) = found.fde else {
+    let Some((i, fde)) = found.answer.fde else {
         return Ok(None);
     };
-    match found.known {
+    match found.answer.known {
         KnownRow::Row(_) => {
             if let Some(row) = found.known_row() {
                 return Ok(Some(row));
@@ -817,7 +817,10 @@ mod tests {
         // not say its code keeps frame pointers, and the signal trampoline
         // does not start there, the text's code says), which is cached.
         let gen = mm.gen();
-        assert!(mm.lookup(0x11020).found.is_some_and(|f| f.fde.is_none()));
+        assert!(mm
+            .lookup(0x11020)
+            .found
+            .is_some_and(|f| f.answer.fde.is_none()));
         assert_eq!(
             mm.usual_rule(&NoPreempt::new(), 0x11020, true, &mut 0),
             Some((gen, Cached::End, false))
@@ -1234,14 +1237,15 @@ mod usual_rows_tests {
             Cached::End
         });
         let full = |off| {
-            let Some((i, f)) = fdes.find(off) else {
+            let answer = fdes.answer(off);
+            let Some((i, f)) = answer.fde else {
                 return no_row;
             };
             if f.pc_type() != sframe::PcType::Inc {
                 return None;
             }
             let fde = f.unpack(hdr.version, 0, i).ok()?;
-            let row = match fdes.known_row(i, &f, off) {
+            let row = match answer.known {
                 KnownRow::Row(r) => r.unpack(&hdr, &fde)?,
                 KnownRow::Uncovered => return no_row,
                 KnownRow::Read => return None,

@@ -351,12 +351,12 @@ mod tests {
         for pc in 0x11000..0x11020 {
             let f = mm.lookup(pc).found.ok_or(ENOENT)?;
             let want = sec.find(pc as u64).map_err(|_| EINVAL)?;
-            assert!(matches!(f.known, crate::section::KnownRow::Row(_)));
+            assert!(matches!(f.answer.known, crate::section::KnownRow::Row(_)));
             assert_eq!(f.known_row(), Some(want));
         }
         // Past the function: no function, nothing known.
         let f = mm.lookup(0x11020).found.ok_or(ENOENT)?;
-        assert!(f.fde.is_none() && matches!(f.known, crate::section::KnownRow::Read));
+        assert!(f.answer.fde.is_none() && matches!(f.answer.known, crate::section::KnownRow::Read));
         Ok(())
     }
 }
