@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _ASM_ARM64_UNWIND_USER_H
+#define _ASM_ARM64_UNWIND_USER_H
+
+#ifdef CONFIG_UNWIND_USER
+
+#include <asm/compiler.h>
+#include <asm/ptrace.h>
+
+static inline int unwind_user_word_size(struct pt_regs *regs)
+{
+	/* An AArch32 task's stack has no AArch64 frame records. */
+	if (compat_user_mode(regs))
+		return 0;
+	return 8;
+}
+
+/*
+ * A return address saved by code built with -mbranch-protection (Debian's
+ * arm64 binaries are) carries a pointer authentication code in its upper
+ * bits; strip it as perf_callchain_user() does.
+ */
+static inline unsigned long unwind_user_strip_ra(unsigned long ra)
+{
+	return ptrauth_strip_user_insn_pac(ra);
+}
+#define unwind_user_strip_ra unwind_user_strip_ra
+
+#endif /* CONFIG_UNWIND_USER */
+
+#ifdef CONFIG_HAVE_UNWIND_USER_FP
+
+/*
+ * A frame record (AAPCS64): x29 points at the caller's x29, and the return
+ * address (the saved x30) is the next word. The CFA is taken as the address
+ * just above the record, which a caller's record is never below.
+ */
+#define ARCH_INIT_USER_FP_FRAME(ws)			\
+	.cfa_off	= 2 * (ws),			\
+	.ra_off		= -1 * (ws),			\
+	.fp_off		= -2 * (ws),			\
+	.use_fp		= true,
+
+#endif /* CONFIG_HAVE_UNWIND_USER_FP */
+
+#endif /* _ASM_ARM64_UNWIND_USER_H */

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The deferred user unwinder's frame-pointer type on its own, on any
+ * architecture that has one: a program built with frame pointers and no
+ * .sframe (as frame-pointer distributions build theirs) samples itself
+ * with deferred callchains (perf record --call-graph fp,defer) while it
+ * spins at the end of a chain of functions. Every stack whose first frame
+ * is in the chain must reach main through each of its callers.
+ *
+ * On arm64 the program is also built with -mbranch-protection=standard,
+ * as Debian builds its arm64 binaries: the return addresses it saves are
+ * signed (on a CPU with pointer authentication), and a walk that did not
+ * strip the signature would end at the first one it read.
+ *
+ * The same program's stacks taken at sample time (the architecture's own
+ * perf_callchain_user()) are printed beside them for comparison.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include "../kselftest_harness.h"
+#include "unwind_user_test.h"
+
+#define NOIPA		__attribute__((noipa))
+#define FREQ		1000
+#define SPIN_SECONDS	1.0
+/* Fewer stacks in the chain than this says nothing. */
+#define MIN_IN_CHAIN	20
+
+/* No section of this program to register: it has none, by design. */
+bool unwind_test_no_self_register = true;
+
+static volatile unsigned long sink;
+
+/*
+ * The thread's CPU time: the samples come every 1/FREQ s of it, so that a
+ * guest the host starves takes longer, not fewer samples.
+ */
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static NOIPA void fp_leaf(double seconds)
+{
+	double end = cpu_seconds() + seconds;
+
+	do {
+		for (int i = 0; i < 100000; i++)
+			sink = sink * 6364136223846793005ul + 1;
+	} while (cpu_seconds() < end);
+}
+
+static NOIPA void fp_mid(double seconds)
+{
+	fp_leaf(seconds);
+	sink++;
+}
+
+static NOIPA void fp_top(double seconds)
+{
+	fp_mid(seconds);
+	sink++;
+}
+
+static NOIPA void fp_work(void *arg)
+{
+	fp_top(*(double *)arg);
+	sink++;
+}
+
+static const char *const chain[] = {
+	"fp_leaf", "fp_mid", "fp_top", "fp_work", "sample_stacks",
+};
+
+static struct stacks st;
+
+/* The stacks of @s in the chain, checked and printed. */
+static struct tally check(const char *what, const struct stacks *s)
+{
+	struct tally t = chain_check(s, chain, ARRAY_SIZE(chain), "main", 3);
+
+	printf("# %s: %u samples, %u stacks, %d in the chain, %d complete, %d wrong (%d with a frame that is not the caller)\n",
+	       what, s->samples, s->nr, t.in_chain, t.complete, t.wrong, t.invented);
+	return t;
+}
+
+TEST(deferred_stacks_reach_main)
+{
+	double seconds = SPIN_SECONDS;
+	struct tally t;
+
+	ASSERT_EQ(0, sym_init());
+	ASSERT_EQ(0, sample_stacks(fp_work, &seconds, FREQ, &st));
+	t = check("deferred", &st);
+	ASSERT_GE(t.in_chain, MIN_IN_CHAIN);
+	/*
+	 * A sample in a function's first instructions, before it stored its
+	 * frame record, misses its caller (the frame-pointer rule's blind
+	 * spot); the spin loop is far longer.
+	 */
+	EXPECT_GE(t.complete * 100, t.in_chain * 95);
+
+	ASSERT_EQ(0, sample_stacks_sync(fp_work, &seconds, FREQ, &st));
+	check("at sample time", &st);
+}
+
+TEST_HARNESS_MAIN
