@@ -17,6 +17,9 @@
 #                 Debian 12 root: proves the install steps (not part of check)
 #   make systemd  a Debian 12 guest booted with systemd as PID 1 and the
 #                 provider's unit enabled: checks it (root only; not part of check)
+#   make check-arm64  the series built for arm64 (cross), booted under
+#                 qemu-system-aarch64 -M virt -cpu max, its tests cross-built
+#                 (not part of check)
 #
 # Build products live outside the repository, in $(KBUILD_DIR).
 
@@ -66,6 +69,10 @@ SYSTEMD_DIR := $(KBUILD_DIR)/systemd
 # Seconds make systemd's guest may run: its boot, two waits for the
 # provider's answers under TCG and perf script's DWARF unwinding.
 SYSTEMD_TIMEOUT ?= 1800
+# make check-arm64: the kernel (harness/configs/arm64.config), cross-built,
+# and its guest's files and logs.
+OUT_ARM64  := $(KBUILD_DIR)/build-arm64
+ARM64_DIR  := $(KBUILD_DIR)/check-arm64
 # The selftest programs of other SFrame producers, built from source.
 PRODUCERS  := $(KBUILD_DIR)/producers
 # The decoder's oracle corpus: binaries built from its sources by real
@@ -119,6 +126,7 @@ KMAKE_PROD := $(KMAKE_ANY) O=$(OUT_PROD)
 KMAKE_OFF  := $(KMAKE_ANY) O=$(OUT_OFF)
 KMAKE_VNG := $(KMAKE_ANY) O=$(OUT_VNG)
 KMAKE_SD := $(KMAKE_ANY) O=$(OUT_SD)
+KMAKE_ARM64 := $(KMAKE_ANY) O=$(OUT_ARM64) ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-
 KMAKE_KASAN := LIBCLANG_PATH=$(KASAN_LIBCLANG) $(KMAKE_ANY) O=$(OUT_KASAN) LLVM=$(KASAN_LLVM)
 
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -134,7 +142,7 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod kernel-prod-off bench-hooks bench-debug profile producers bisect-check kernel-vng vng \
 	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan \
-	kernel-systemd systemd
+	kernel-systemd systemd arm64-deps kernel-arm64 check-arm64
 
 deps:
 	@harness/install-deps.sh
@@ -195,6 +203,21 @@ $(OUT_VNG)/.config: $(TEST_CONFIG) harness/configs/vng.config \
 $(OUT_SD)/.config: $(TEST_CONFIG) harness/configs/vng.config harness/configs/systemd.config \
 		$(wildcard kernel/unwind_user/Kconfig) | apply
 	$(call kconfig,$(OUT_SD),$(TEST_CONFIG),$(KMAKE_SD),harness/configs/vng.config harness/configs/systemd.config,$(TEST_CONFIG) harness/configs/vng.config harness/configs/systemd.config)
+
+# The arm64 kernel: tinyconfig and harness/configs/arm64.config, with the
+# same series.
+$(OUT_ARM64)/.config: harness/configs/arm64.config | apply arm64-deps
+	$(call kconfig,$(OUT_ARM64),harness/configs/arm64.config,$(KMAKE_ARM64),,harness/configs/arm64.config)
+
+arm64-deps:
+	@harness/install-deps.sh arm64
+
+kernel-arm64: arm64-deps apply $(OUT_ARM64)/.config
+	$(KMAKE_ARM64) Image
+	@echo "kernel-arm64: $(OUT_ARM64)/arch/arm64/boot/Image"
+
+check-arm64: kernel-arm64
+	@harness/check-arm64.sh $(REPO) $(KBUILD_DIR) $(OUT_ARM64) $(ARM64_DIR) $(BOOT_TIMEOUT)
 
 kernel-systemd: apply $(OUT_SD)/.config
 	$(KMAKE_SD) bzImage
@@ -425,4 +448,5 @@ fresh-root:
 	@harness/fresh-root.sh $(REPO) $(KBUILD_DIR)/fresh-root
 
 clean-build:
-	rm -rf $(OUT) $(OUT_PROD) $(OUT_VNG) $(VNG_DIR) $(OUT_KASAN) $(KASAN_DIR) $(OUT_SD) $(GUEST) $(SERIES_DIR)
+	rm -rf $(OUT) $(OUT_PROD) $(OUT_VNG) $(VNG_DIR) $(OUT_KASAN) $(KASAN_DIR) $(OUT_SD) $(GUEST) $(SERIES_DIR) \
+		$(OUT_ARM64) $(ARM64_DIR)

@@ -1,8 +1,9 @@
 #!/bin/busybox sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# /init of the test guest.  The kernel console is ttyS0; everything the
-# tests print goes to ttyS1, which the host keeps in results.log.
+# /init of the test guest.  The kernel console is ttyS0 (arm64: ttyAMA0);
+# everything the tests print goes to ttyS1 (arm64: hvc0), which the host
+# keeps in results.log.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/selftests
 mount -t proc proc /proc
@@ -13,6 +14,8 @@ mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs tmpfs /tmp
 mode=$(sed -n 's/.*harness=\([a-z]*\).*/\1/p' /proc/cmdline)
 out=/dev/ttyS1
+# arm64's virt machine has one UART: its results port is a virtio console.
+[ -e /dev/hvc0 ] && out=/dev/hvc0
 
 run_selftests() {
 	for t in $(cat /selftests/list); do

@@ -5,7 +5,7 @@
 # Idempotent: a second run on a prepared machine does nothing but checks.
 # Debian 12 (bookworm) host, x86_64.
 #
-# Usage: install-deps.sh [fresh-root | vng VENV | oracle | systemd]
+# Usage: install-deps.sh [fresh-root | vng VENV | oracle | systemd | arm64]
 #   fresh-root: also what `make fresh-root` needs on the host (debootstrap).
 #   systemd: also what `make systemd` needs on the host (debootstrap; the
 #   guest's Debian programs come from the archive into its own root).
@@ -13,6 +13,10 @@
 #   VENV, at the versions of harness/vng-requirements.txt; only make vng
 #   asks for it, so make check needs nothing from PyPI.
 #   oracle: also the Debian programs make oracle profiles.
+#   arm64: also what make check-arm64 needs: Debian's cross compiler and
+#   binutils for arm64 and qemu-system-aarch64; and arm64 as a foreign
+#   architecture of dpkg, so that the guest's arm64 packages (busybox) can
+#   be downloaded from the archive and unpacked, not installed.
 set -euo pipefail
 
 APT_PKGS=(
@@ -57,8 +61,17 @@ APT_PKGS=(
 # the provider of file tables.
 [ "${1:-}" = oracle ] && APT_PKGS+=(xz-utils sqlite3 python3.11 curl bzip2 zstd)
 
+[ "${1:-}" = arm64 ] && APT_PKGS+=(gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
+	libc6-dev-arm64-cross qemu-system-arm)
+
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+if [ "${1:-}" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	echo "install-deps: dpkg --add-architecture arm64"
+	$SUDO dpkg --add-architecture arm64
+	$SUDO apt-get update -q
+fi
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Summarise a `make check` run: one line per suite, then `N passed, N failed`.
+With --guest, only the guest's suites (make check-arm64).
 
 Inputs (in LOGS): host-test.log (cargo test), py-test.log (unittest),
 series.log (ok/not ok lines), guest/console.log (kernel log with KUnit's KTAP), guest/results.log (the
@@ -220,6 +221,10 @@ def summary(suites):
 
 
 def main():
+    if sys.argv[1] == "--guest":
+        # make check-arm64: its one guest, under LOGS/guest.
+        logs = sys.argv[2]
+        finish(logs, guest(logs))
     logs = sys.argv[1]
     series = read(os.path.join(logs, "series.log")) or []
     perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]
@@ -234,6 +239,11 @@ def main():
                                         system),
                                clean_log("system-wide guest: clean log",
                                          os.path.join(logs, "system", "run", "console.log"))])
+    finish(logs, suites)
+
+
+def finish(logs, suites):
+    """Print the summary of `suites` and exit: 1 if any failed."""
     tp, tf, _ = summary(suites)
     print(f"logs: {logs}")
     print(f"{tp} passed, {tf} failed")

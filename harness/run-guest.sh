@@ -13,6 +13,10 @@
 #   check-kasan gives more: KASAN's shadow takes an eighth of it).
 #   GUEST_QEMU_EXTRA: more QEMU options, split at spaces (make profile).
 #   GUEST_ACCEL=tcg: TCG even where KVM works (QEMU's plugins need TCG).
+#   GUEST_ARCH=arm64: BZIMAGE is an arm64 Image, booted under
+#   qemu-system-aarch64 -M virt -cpu max (TCG: the host is x86_64); the
+#   console is the PL011 (ttyAMA0), what the tests print goes to a virtio
+#   console (hvc0), the machine's only other port.
 set -euo pipefail
 
 BZ=$1 INITRD=$2 OUT=$3 MODE=$4 TIMEOUT=$5
@@ -40,8 +44,16 @@ accel() {
 	cat "$PROBE_CACHE"
 }
 
-ACCEL=${GUEST_ACCEL:-$(accel)}
-if [ "$ACCEL" = kvm ]; then
+ARCH=${GUEST_ARCH:-x86_64}
+if [ "$ARCH" = arm64 ]; then
+	ACCEL=tcg
+else
+	ACCEL=${GUEST_ACCEL:-$(accel)}
+fi
+if [ "$ARCH" = arm64 ]; then
+	# Pointer authentication, which the tests' return addresses use.
+	QACCEL=(-M virt -accel tcg -cpu max)
+elif [ "$ACCEL" = kvm ]; then
 	QACCEL=(-enable-kvm -cpu host)
 elif [ -n "${GUEST_ICOUNT:-}" ]; then
 	# The guest's clock counts instructions (2^GUEST_ICOUNT ns each), not
@@ -55,18 +67,29 @@ fi
 echo "run-guest: $MODE, $ACCEL, timeout ${TIMEOUT}s, logs in $OUT" >&2
 echo "$ACCEL" >"$OUT/accel"
 
-CMDLINE="console=ttyS0 panic=-1 oops=panic harness=$MODE loglevel=7"
 read -r -a QEXTRA <<<"${GUEST_QEMU_EXTRA:-}"
-QEMU=(qemu-system-x86_64 "${QACCEL[@]}" -m "${GUEST_MEM:-2G}" -smp 2 -nographic -no-reboot
+if [ "$ARCH" = arm64 ]; then
+	CONSOLE=ttyAMA0
+	QBIN=qemu-system-aarch64
+	RESULTS=(-device virtio-serial-device
+		-chardev "file,id=results,path=$OUT/results.log"
+		-device virtconsole,chardev=results)
+else
+	CONSOLE=ttyS0
+	QBIN=qemu-system-x86_64
+	RESULTS=(-serial "file:$OUT/results.log")
+fi
+CMDLINE="console=$CONSOLE panic=-1 oops=panic harness=$MODE loglevel=7"
+QEMU=("$QBIN" "${QACCEL[@]}" -m "${GUEST_MEM:-2G}" -smp 2 -nographic -no-reboot
 	-kernel "$BZ" -initrd "$INITRD" -monitor none "${QEXTRA[@]}")
 
 if [ "$MODE" = shell ]; then
-	exec "${QEMU[@]}" -append "$CMDLINE" -serial mon:stdio -serial "file:$OUT/results.log"
+	exec "${QEMU[@]}" -append "$CMDLINE" -serial mon:stdio "${RESULTS[@]}"
 fi
 
 rm -f "$OUT/console.log" "$OUT/results.log"
 rc=0
 timeout --foreground -k 10 "$TIMEOUT" "${QEMU[@]}" -append "$CMDLINE" \
-	-serial "file:$OUT/console.log" -serial "file:$OUT/results.log" \
+	-serial "file:$OUT/console.log" "${RESULTS[@]}" \
 	</dev/null >"$OUT/qemu.log" 2>&1 || rc=$?
 exit $rc

@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check-arm64: the arm64 kernel (make kernel-arm64) booted under
+# qemu-system-aarch64 -M virt -cpu max, running the kselftests built for
+# arm64 by Debian's cross compiler, then one summary of the guest.
+#
+# The arm64 kernel has what the series gives arm64 so far: the deferred
+# user unwinder's frame-pointer type. The tests are those that need no
+# more: unwind_user_fp_test. The guest's busybox is Debian's arm64
+# build, downloaded from the archive and unpacked, not installed.
+#
+# Usage: check-arm64.sh REPO KBUILD_DIR OUT DIR TIMEOUT
+set -euo pipefail
+REPO=$1 KB=$2 OUT=$3 DIR=$4 TIMEOUT=$5
+SRC=$KB/src GUEST=$DIR/guest LOGS=$DIR/logs
+CROSS=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+rm -rf "$GUEST" "$LOGS"
+mkdir -p "$GUEST/selftests" "$LOGS/guest" "$DIR/debs"
+
+echo "check-arm64: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
+
+if [ ! -x "$DIR/busybox" ]; then
+	(cd "$DIR/debs" && apt-get download -q busybox-static:arm64)
+	rm -rf "$DIR/busybox-deb"
+	dpkg-deb -x "$DIR"/debs/busybox-static_*_arm64.deb "$DIR/busybox-deb"
+	cp "$DIR/busybox-deb/bin/busybox" "$DIR/busybox"
+fi
+
+make -s -C "$SRC" O="$OUT" "${CROSS[@]}" headers_install \
+	INSTALL_HDR_PATH="$OUT/usr" >/dev/null
+make -s -C "$SRC/tools/testing/selftests/unwind_user" "${CROSS[@]}" \
+	OUTPUT="$GUEST/selftests" KHDR_INCLUDES="-isystem $OUT/usr/include" \
+	"$GUEST/selftests/unwind_user_fp_test"
+
+BUSYBOX=$DIR/busybox "$REPO/harness/mkinitramfs.sh" "$GUEST" "$GUEST/initramfs.cpio.gz"
+rc=0
+GUEST_ARCH=arm64 "$REPO/harness/run-guest.sh" "$OUT/arch/arm64/boot/Image" \
+	"$GUEST/initramfs.cpio.gz" "$LOGS/guest" test "$TIMEOUT" || rc=$?
+echo "$rc" >"$LOGS/guest/rc"
+python3 "$REPO/harness/results.py" --guest "$LOGS"
