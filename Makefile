@@ -209,7 +209,7 @@ $(OUT_SD)/.config: $(TEST_CONFIG) harness/configs/vng.config harness/configs/sys
 $(OUT_ARM64)/.config: harness/configs/arm64.config | apply arm64-deps
 	$(call kconfig,$(OUT_ARM64),harness/configs/arm64.config,$(KMAKE_ARM64),,harness/configs/arm64.config)
 
-arm64-deps:
+arm64-deps: deps
 	@harness/install-deps.sh arm64
 
 kernel-arm64: arm64-deps apply $(OUT_ARM64)/.config

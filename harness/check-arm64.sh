@@ -16,13 +16,14 @@ REPO=$1 KB=$2 OUT=$3 DIR=$4 TIMEOUT=$5
 SRC=$KB/src GUEST=$DIR/guest LOGS=$DIR/logs
 CROSS=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
 rm -rf "$GUEST" "$LOGS"
-mkdir -p "$GUEST/selftests" "$LOGS/guest" "$DIR/debs"
+mkdir -p "$GUEST/selftests" "$LOGS/guest"
 
 echo "check-arm64: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 
 if [ ! -x "$DIR/busybox" ]; then
+	rm -rf "$DIR/debs" "$DIR/busybox-deb"
+	mkdir -p "$DIR/debs"
 	(cd "$DIR/debs" && apt-get download -q busybox-static:arm64)
-	rm -rf "$DIR/busybox-deb"
 	dpkg-deb -x "$DIR"/debs/busybox-static_*_arm64.deb "$DIR/busybox-deb"
 	cp "$DIR/busybox-deb/bin/busybox" "$DIR/busybox"
 fi
@@ -33,7 +34,7 @@ make -s -C "$SRC/tools/testing/selftests/unwind_user" "${CROSS[@]}" \
 	OUTPUT="$GUEST/selftests" KHDR_INCLUDES="-isystem $OUT/usr/include" \
 	"$GUEST/selftests/unwind_user_fp_test"
 
-BUSYBOX=$DIR/busybox "$REPO/harness/mkinitramfs.sh" "$GUEST" "$GUEST/initramfs.cpio.gz"
+GUEST_BUSYBOX=$DIR/busybox "$REPO/harness/mkinitramfs.sh" "$GUEST" "$GUEST/initramfs.cpio.gz"
 rc=0
 GUEST_ARCH=arm64 "$REPO/harness/run-guest.sh" "$OUT/arch/arm64/boot/Image" \
 	"$GUEST/initramfs.cpio.gz" "$LOGS/guest" test "$TIMEOUT" || rc=$?

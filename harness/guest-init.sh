@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # /init of the test guest.  The kernel console is ttyS0 (arm64: ttyAMA0);
-# everything the tests print goes to ttyS1 (arm64: hvc0), which the host
-# keeps in results.log.
+# everything the tests print goes to ttyS1 (arm64: hvc0, harness_out=), which
+# the host keeps in results.log.
 /bin/busybox --install -s /bin
 export PATH=/bin:/sbin:/usr/bin:/selftests
 mount -t proc proc /proc
@@ -13,9 +13,16 @@ mount -t debugfs debugfs /sys/kernel/debug
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs tmpfs /tmp
 mode=$(sed -n 's/.*harness=\([a-z]*\).*/\1/p' /proc/cmdline)
-out=/dev/ttyS1
-# arm64's virt machine has one UART: its results port is a virtio console.
-[ -e /dev/hvc0 ] && out=/dev/hvc0
+# The results port: ttyS1, or what the command line names (arm64's virt
+# machine has one UART, and a virtio console, which may come up after
+# /init starts).
+out=/dev/$(sed -n 's/.*harness_out=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
+[ "$out" = /dev/ ] && out=/dev/ttyS1
+i=0
+while [ ! -c "$out" ] && [ $i -lt 30 ]; do
+	sleep 1
+	i=$((i + 1))
+done
 
 run_selftests() {
 	for t in $(cat /selftests/list); do

@@ -11,8 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$GUEST/rootfs
 rm -rf "$ROOT"
 mkdir -p "$ROOT"/{bin,sbin,usr/bin,proc,sys,dev,tmp,selftests}
-# BUSYBOX: another architecture's (make check-arm64).
-cp "${BUSYBOX:-/bin/busybox}" "$ROOT/bin/busybox"
+# GUEST_BUSYBOX: another architecture's (make check-arm64).
+cp "${GUEST_BUSYBOX:-/bin/busybox}" "$ROOT/bin/busybox"
 cp "$HERE/guest-init.sh" "$ROOT/init"
 chmod 755 "$ROOT/init"
 if [ -d "$GUEST/selftests" ]; then

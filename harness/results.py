@@ -21,7 +21,7 @@ SPLATS = [
     r"sleeping function called from invalid context", r"KASAN:", r"UBSAN:",
     r"kmemleak: .*new suspected memory leaks", r"rcu: INFO: rcu_.*stall",
     r"watchdog: BUG: soft lockup", r"INFO: task .* blocked for more than",
-    r"rust_kernel: panicked", r"Call Trace:",
+    r"rust_kernel: panicked", r"Call Trace:", r"Call trace:",
 ]
 SPLAT = re.compile("|".join(SPLATS))
 STAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")

@@ -16,9 +16,9 @@ static inline int unwind_user_word_size(struct pt_regs *regs)
 }
 
 /*
- * A return address saved by code built with -mbranch-protection (Debian's
- * arm64 binaries are) carries a pointer authentication code in its upper
- * bits; strip it as perf_callchain_user() does.
+ * A return address saved by code built with -mbranch-protection=pac-ret
+ * (or =standard) carries a pointer authentication code in its upper bits;
+ * strip it as perf_callchain_user() does.
  */
 static inline unsigned long unwind_user_strip_ra(unsigned long ra)
 {
@@ -33,7 +33,8 @@ static inline unsigned long unwind_user_strip_ra(unsigned long ra)
 /*
  * A frame record (AAPCS64): x29 points at the caller's x29, and the return
  * address (the saved x30) is the next word. The CFA is taken as the address
- * just above the record, which a caller's record is never below.
+ * just above the record, which a caller's record is never below. It is not
+ * the caller's SP: compilers put the record at the bottom of the frame.
  */
 #define ARCH_INIT_USER_FP_FRAME(ws)			\
 	.cfa_off	= 2 * (ws),			\
