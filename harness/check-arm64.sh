@@ -1,14 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make check-arm64: the arm64 kernel (make kernel-arm64) booted under
-# qemu-system-aarch64 -M virt -cpu max, running the kselftests built for
-# arm64 by Debian's cross compiler, then one summary of the guest.
+# make check-arm64: sframe-synth's round trip on Debian's arm64 libraries;
+# the arm64 kernel (make kernel-arm64) booted under qemu-system-aarch64 -M
+# virt -cpu max, running the kselftests built for arm64 by Debian's cross
+# compiler; then one summary.
 #
 # The arm64 kernel has what the series gives arm64 so far: the deferred
 # user unwinder's frame-pointer type. The tests are those that need no
-# more: unwind_user_fp_test. The guest's busybox is Debian's arm64
-# build, downloaded from the archive and unpacked, not installed.
+# more: unwind_user_fp_test. The guest's busybox and the libraries are
+# Debian's arm64 builds, downloaded from the archive and unpacked, not
+# installed.
 #
 # Usage: check-arm64.sh REPO KBUILD_DIR OUT DIR TIMEOUT
 set -euo pipefail
@@ -27,6 +29,25 @@ if [ ! -x "$DIR/busybox" ]; then
 	dpkg-deb -x "$DIR"/debs/busybox-static_*_arm64.deb "$DIR/busybox-deb"
 	cp "$DIR/busybox-deb/bin/busybox" "$DIR/busybox"
 fi
+
+# sframe-synth on Debian's arm64 libraries and on code the cross compiler
+# builds with signed return addresses, against gimli's rows.
+if [ ! -e "$DIR/root/lib/aarch64-linux-gnu/libc.so.6" ]; then
+	rm -rf "$DIR/libdebs" "$DIR/root"
+	mkdir -p "$DIR/libdebs"
+	(cd "$DIR/libdebs" && apt-get download -q libc6:arm64 libstdc++6:arm64 \
+		libgcc-s1:arm64 zlib1g:arm64)
+	for d in "$DIR"/libdebs/*.deb; do dpkg-deb -x "$d" "$DIR/root"; done
+fi
+{
+	if (cd "$REPO/tools/unwind_user/sframe_synth" &&
+	    SFRAME_SYNTH_ARM64_ROOT=$DIR/root cargo test --release \
+		--test debian_libs arm64 -- --nocapture) >"$LOGS/sframe-synth.log" 2>&1; then
+		echo "ok 1 sframe-synth: Debian's arm64 libraries and PAC-signed code match gimli"
+	else
+		echo "not ok 1 sframe-synth on arm64 objects: see $LOGS/sframe-synth.log"
+	fi
+} >"$LOGS/host.log"
 
 make -s -C "$SRC" O="$OUT" "${CROSS[@]}" headers_install \
 	INSTALL_HDR_PATH="$OUT/usr" >/dev/null

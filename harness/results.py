@@ -222,9 +222,11 @@ def summary(suites):
 
 def main():
     if sys.argv[1] == "--guest":
-        # make check-arm64: its one guest, under LOGS/guest.
+        # make check-arm64: its host checks (LOGS/host.log, ok/not ok lines)
+        # and its one guest, under LOGS/guest.
         logs = sys.argv[2]
-        finish(logs, guest(logs))
+        host = read(os.path.join(logs, "host.log")) or ["not ok 1 no host.log"]
+        finish(logs, [flat_tap("host: sframe-synth on arm64 objects", host)] + guest(logs))
     logs = sys.argv[1]
     series = read(os.path.join(logs, "series.log")) or []
     perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]

@@ -93,10 +93,14 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// FRE info bit: AArch64, the return address is signed (mangled) in this
+/// row.
+pub const FRE_RA_MANGLED: u8 = 0x80;
+
 /// The info byte of an FRE: CFA base (SP if `cfa_base_is_sp`, else FP),
 /// `count` data words (below 16) of the width `word_size_code` names (0: 1
-/// byte, 1: 2 bytes, 2: 4 bytes; 3 is reserved). Bit 7 (AArch64: the
-/// return address is signed) is left clear.
+/// byte, 1: 2 bytes, 2: 4 bytes; 3 is reserved). [`FRE_RA_MANGLED`] is
+/// left clear.
 pub fn fre_info(cfa_base_is_sp: bool, count: u8, word_size_code: u8) -> u8 {
     ((word_size_code & 3) << 5) | ((count & 0xf) << 1) | u8::from(cfa_base_is_sp)
 }

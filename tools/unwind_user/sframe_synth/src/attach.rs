@@ -19,7 +19,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use sframe_synth::{check_section, elf, gaps, synthesize};
+use sframe_synth::{arch::Arch, check_section, elf, gaps, synthesize};
 
 /// Options of `attach` (and of `detach`, which has no others).
 pub struct Options {
@@ -186,6 +186,7 @@ struct Prepared {
 /// kernel will check it; `None` if there are none, or if the section is
 /// best used as it is.
 fn filled(
+    arch: Arch,
     path: &Path,
     data: &[u8],
     own: &[u8],
@@ -195,7 +196,7 @@ fn filled(
     let syn = elf::read_elf(data)
         .ok()
         .and_then(|obj| synthesize(&obj).ok())?;
-    let f = match gaps::fill_gaps(own, addr, &syn.functions) {
+    let f = match gaps::fill_gaps(arch, own, addr, &syn.functions) {
         Ok(f) => f?,
         Err(e) => {
             eprintln!(
@@ -205,7 +206,7 @@ fn filled(
             return None;
         }
     };
-    match check_section(&f.section, 0, text) {
+    match check_section(arch, &f.section, 0, text) {
         Ok(_) => Some(f),
         Err(e) => {
             eprintln!(
@@ -221,6 +222,10 @@ fn filled(
 /// the object is skipped.
 fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
     let obj = elf::read_loadable(data).map_err(|e| e.to_string())?;
+    // The kernel describes its own architecture's files: else ENOEXEC.
+    if Some(obj.arch) != Arch::HOST {
+        return Err(format!("an {} object, not this machine's", obj.arch));
+    }
     // The kernel's rule: else ENOEXEC.
     let text = match obj.exec_segments.as_slice() {
         [one] => *one,
@@ -232,7 +237,7 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
         }
     };
     if let Some(own) = obj.sframe {
-        match check_section(own.data, own.addr, text) {
+        match check_section(obj.arch, own.data, own.addr, text) {
             Ok(h) => {
                 let report = format!(
                     "  own SFrame V{} section at {:#x}: {} functions, {} FREs\n",
@@ -241,7 +246,7 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
                     h.num_fdes,
                     h.num_fres
                 );
-                return Ok(match filled(path, data, own.data, own.addr, text) {
+                return Ok(match filled(obj.arch, path, data, own.data, own.addr, text) {
                     Some(f) => Prepared {
                         kind: format!(
                             "own .sframe + {} function{} from .eh_frame",
@@ -276,7 +281,7 @@ fn prepare(path: &Path, data: &[u8]) -> Result<Prepared, String> {
         return Err("no function of .eh_frame is encodable".into());
     }
     // Checked as the kernel will: a refusal here is a bug of this tool.
-    check_section(&syn.section, 0, text)
+    check_section(obj.eh_frame.arch, &syn.section, 0, text)
         .map_err(|e| format!("synthesized section refused ({e}): a bug of sframe-synth"))?;
     Ok(Prepared {
         section: syn.section,

@@ -2,8 +2,10 @@
 
 //! From `.eh_frame` to SFrame rows: every FDE's CFI program is evaluated by
 //! gimli into a table of rows, and a function is kept only if every row
-//! says something an SFrame default FDE with a fixed RA offset can say
-//! exactly. A function is never approximated: left out, the kernel falls
+//! says something an SFrame default FDE of the object's architecture can
+//! say exactly (on x86_64, with the return address at the fixed CFA - 8;
+//! on AArch64, saved at any offset or still in the link register, signed
+//! or not). A function is never approximated: left out, the kernel falls
 //! back to frame pointers for it.
 //!
 //! One CFA expression is understood: the one GNU ld writes for the entries
@@ -18,8 +20,8 @@ use gimli::{
 };
 
 use sframe::MAX_FRES_PER_FDE;
-use sframe_encode::AMD64_FIXED_RA_OFFSET;
 
+use crate::arch::Arch;
 use crate::encode::{CfaBase, Fre, Function, Rule};
 
 /// Size of a lazy `.plt` entry on x86_64 (the block size of its PC-mask
@@ -36,16 +38,20 @@ pub enum Reason {
     /// boundary or cover less than one 16-byte entry (no PC-mask function
     /// can say them).
     PltLayout,
-    /// The CFA is based on a register other than RSP and RBP (a dynamic
-    /// realignment pointer, DRAP).
+    /// The CFA is based on a register other than the stack and frame
+    /// pointers (a dynamic realignment pointer, DRAP).
     CfaRegister,
-    /// The return address is not saved at CFA - 8 (elsewhere, in a
-    /// register, by an expression, or no rule at all).
+    /// The return address is not where the ABI's section can say: on
+    /// x86_64 anywhere but at CFA - 8, on AArch64 anywhere but saved at
+    /// CFA + offset or still in x30 (in another register, by an
+    /// expression).
     RaRule,
-    /// The CIE's return address column is not RIP (16).
+    /// The CIE's return address column is not the ABI's (x86_64: RIP, 16;
+    /// AArch64: x30).
     RaColumn,
-    /// The caller's RBP is neither in RBP nor saved at CFA + offset (in
-    /// another register, by an expression, `val_offset`).
+    /// The caller's frame pointer (RBP, x29) is neither in the register
+    /// nor saved at CFA + offset (in another register, by an expression,
+    /// `val_offset`).
     FpRule,
     /// A CFA or RBP offset does not fit 32 bits.
     OffsetRange,
@@ -86,10 +92,10 @@ impl Reason {
         match self {
             Reason::CfaExpression => "cfa expression",
             Reason::PltLayout => "plt expression off 16-byte entries",
-            Reason::CfaRegister => "cfa not rsp/rbp based",
-            Reason::RaRule => "ra not at cfa-8",
-            Reason::RaColumn => "ra column not rip",
-            Reason::FpRule => "rbp rule not expressible",
+            Reason::CfaRegister => "cfa not sp/fp based",
+            Reason::RaRule => "ra rule not expressible",
+            Reason::RaColumn => "ra column not the abi's",
+            Reason::FpRule => "fp rule not expressible",
             Reason::OffsetRange => "offset beyond 32 bits",
             Reason::CfiError => "cfi error",
             Reason::Empty => "empty fde",
@@ -125,6 +131,8 @@ pub struct LeftOut {
 /// refer to (all link-time virtual addresses).
 #[derive(Clone, Copy, Debug)]
 pub struct EhFrameInput<'a> {
+    /// The object's architecture.
+    pub arch: Arch,
     /// The section's bytes.
     pub data: &'a [u8],
     /// Its address.
@@ -184,18 +192,27 @@ impl std::error::Error for CfiError {}
 type Row = UnwindTableRow<usize>;
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
 
-/// The return address must be at CFA - 8.
-fn check_ra(row: &Row) -> Result<(), Reason> {
-    if row.register(X86_64::RA) == Some(RegisterRule::Offset(i64::from(AMD64_FIXED_RA_OFFSET))) {
-        Ok(())
-    } else {
-        Err(Reason::RaRule)
+/// Where the return address is, relative to the CFA: `None` if still in
+/// the link register. On x86_64 it must be at CFA - 8.
+fn ra_offset_of(arch: Arch, row: &Row) -> Result<Option<i32>, Reason> {
+    let at = match row.register(arch.ra()) {
+        // AArch64: x30 not saved yet, or restored.
+        None | Some(RegisterRule::SameValue) => None,
+        Some(RegisterRule::Offset(o)) => Some(i32::try_from(o).map_err(|_| Reason::OffsetRange)?),
+        Some(_) => return Err(Reason::RaRule),
+    };
+    match arch.fixed_ra_offset() {
+        Some(fixed) if at != Some(fixed) => Err(Reason::RaRule),
+        // Saved at the CFA itself: the padding word says "not saved".
+        None if at == Some(0) => Err(Reason::RaRule),
+        _ => Ok(at),
     }
 }
 
-/// Where the caller's RBP is: `None` if still in RBP, else CFA + offset.
-fn fp_offset_of(row: &Row) -> Result<Option<i32>, Reason> {
-    match row.register(X86_64::RBP) {
+/// Where the caller's frame pointer is: `None` if still in the register,
+/// else CFA + offset.
+fn fp_offset_of(arch: Arch, row: &Row) -> Result<Option<i32>, Reason> {
+    match row.register(arch.fp()) {
         // Callee-saved: no rule means it still holds the caller's value.
         None | Some(RegisterRule::SameValue) | Some(RegisterRule::Undefined) => Ok(None),
         Some(RegisterRule::Offset(o)) => {
@@ -205,19 +222,21 @@ fn fp_offset_of(row: &Row) -> Result<Option<i32>, Reason> {
     }
 }
 
-/// The SFrame rule of one CFI row, or why there is none.
-pub fn rule_of(row: &Row) -> Result<Rule, Reason> {
+/// The SFrame rule of one CFI row of `arch`'s code, or why there is none.
+pub fn rule_of(arch: Arch, row: &Row) -> Result<Rule, Reason> {
     // No caller: the CFA does not matter (GNU as does the same for
     // `.cfi_undefined rip`).
-    if row.register(X86_64::RA) == Some(RegisterRule::Undefined) {
+    if row.register(arch.ra()) == Some(RegisterRule::Undefined) {
         return Ok(Rule::Outermost);
     }
     let (cfa_base, cfa_offset) = match row.cfa() {
         CfaRule::RegisterAndOffset { register, offset } => {
-            let base = match *register {
-                X86_64::RSP => CfaBase::Sp,
-                X86_64::RBP => CfaBase::Fp,
-                _ => return Err(Reason::CfaRegister),
+            let base = if *register == arch.sp() {
+                CfaBase::Sp
+            } else if *register == arch.fp() {
+                CfaBase::Fp
+            } else {
+                return Err(Reason::CfaRegister);
             };
             (
                 base,
@@ -226,11 +245,12 @@ pub fn rule_of(row: &Row) -> Result<Rule, Reason> {
         }
         CfaRule::Expression(_) => return Err(Reason::CfaExpression),
     };
-    check_ra(row)?;
     Ok(Rule::Frame {
         cfa_base,
         cfa_offset,
-        fp_offset: fp_offset_of(row)?,
+        ra_offset: ra_offset_of(arch, row)?,
+        ra_signed: arch.ra_signed(row),
+        fp_offset: fp_offset_of(arch, row)?,
     })
 }
 
@@ -291,33 +311,39 @@ enum RowRule {
     Plt(u8),
 }
 
-/// The [`RowRule`] of one CFI row, or why there is none.
+/// The [`RowRule`] of one CFI row of `arch`'s code, or why there is none.
 fn row_rule_of(
+    arch: Arch,
     row: &Row,
     eh: &EhFrame<Slice<'_>>,
     encoding: gimli::Encoding,
 ) -> Result<RowRule, Reason> {
     let CfaRule::Expression(e) = row.cfa() else {
-        return rule_of(row).map(RowRule::Fixed);
+        return rule_of(arch, row).map(RowRule::Fixed);
     };
-    if row.register(X86_64::RA) == Some(RegisterRule::Undefined) {
+    if row.register(arch.ra()) == Some(RegisterRule::Undefined) {
         return Ok(RowRule::Fixed(Rule::Outermost));
+    }
+    // The one expression understood is x86_64's lazy PLT entries'.
+    if arch != Arch::X86_64 {
+        return Err(Reason::CfaExpression);
     }
     let push_end = e
         .get(eh)
         .ok()
         .and_then(|e| plt_push_end(e, encoding))
         .ok_or(Reason::CfaExpression)?;
-    check_ra(row)?;
-    if fp_offset_of(row)?.is_some() {
+    ra_offset_of(arch, row)?;
+    if fp_offset_of(arch, row)?.is_some() {
         return Err(Reason::FpRule);
     }
     Ok(RowRule::Plt(push_end))
 }
 
-/// Evaluate one FDE into rows (identical neighbours merged): offset from
-/// the FDE's start and rule.
+/// Evaluate one FDE of `arch`'s code into rows (identical neighbours
+/// merged): offset from the FDE's start and rule.
 fn rows_of(
+    arch: Arch,
     eh: &EhFrame<Slice<'_>>,
     bases: &BaseAddresses,
     ctx: &mut UnwindContext<usize>,
@@ -342,7 +368,7 @@ fn rows_of(
             Some(o) if o < size => o,
             _ => continue,
         };
-        let rule = row_rule_of(row, eh, encoding)?;
+        let rule = row_rule_of(arch, row, eh, encoding)?;
         if rows.last().is_some_and(|l| l.1 == rule) {
             continue;
         }
@@ -404,6 +430,8 @@ fn functions_of(
                     rule: Rule::Frame {
                         cfa_base: CfaBase::Sp,
                         cfa_offset,
+                        ra_offset: Some(-8),
+                        ra_signed: false,
                         fp_offset: None,
                     },
                 };
@@ -442,8 +470,10 @@ fn functions_of(
 /// Read every FDE of `.eh_frame` and sort its function into kept or left
 /// out. Fails only if the entries of `.eh_frame` cannot be walked.
 pub fn read_eh_frame(input: &EhFrameInput<'_>) -> Result<Cfi, CfiError> {
+    let arch = input.arch;
     let mut eh = EhFrame::new(input.data, LittleEndian);
     eh.set_address_size(8);
+    eh.set_vendor(arch.vendor());
     let mut bases = BaseAddresses::default().set_eh_frame(input.addr);
     if let Some(a) = input.eh_frame_hdr {
         bases = bases.set_eh_frame_hdr(a);
@@ -508,12 +538,12 @@ pub fn read_eh_frame(input: &EhFrameInput<'_>) -> Result<Cfi, CfiError> {
             out.left_out.push(left_out(Reason::CfiError));
             continue;
         }
-        if fde.cie().return_address_register() != X86_64::RA {
+        if fde.cie().return_address_register() != arch.ra() {
             out.left_out.push(left_out(Reason::RaColumn));
             continue;
         }
         let signal_frame = fde.cie().is_signal_trampoline();
-        match rows_of(&eh, &bases, &mut ctx, &fde, size)
+        match rows_of(arch, &eh, &bases, &mut ctx, &fde, size)
             .and_then(|rows| functions_of(start, size, signal_frame, &rows))
         {
             Ok(functions) => {
@@ -581,6 +611,7 @@ pub(crate) mod tests {
 
     fn read(bytes: &[u8]) -> Cfi {
         read_eh_frame(&EhFrameInput {
+            arch: Arch::X86_64,
             data: bytes,
             addr: 0x8000,
             eh_frame_hdr: None,
@@ -594,6 +625,8 @@ pub(crate) mod tests {
         Rule::Frame {
             cfa_base,
             cfa_offset,
+            ra_offset: Some(-8),
+            ra_signed: false,
             fp_offset,
         }
     }
@@ -920,6 +953,7 @@ pub(crate) mod tests {
         let mut bad = good.clone();
         bad.extend([0xff, 0xff, 0xff, 0x0f, 0, 0, 0, 0]);
         let err = read_eh_frame(&EhFrameInput {
+            arch: Arch::X86_64,
             data: &bad,
             addr: 0x8000,
             eh_frame_hdr: None,
@@ -930,6 +964,7 @@ pub(crate) mod tests {
         // Every truncation and every single-byte change: no panic.
         for n in 0..good.len() {
             let _ = read_eh_frame(&EhFrameInput {
+                arch: Arch::X86_64,
                 data: &good[..n],
                 addr: 0x8000,
                 eh_frame_hdr: None,
@@ -940,6 +975,7 @@ pub(crate) mod tests {
                 let mut m = good.clone();
                 m[n] = v;
                 let _ = read_eh_frame(&EhFrameInput {
+                    arch: Arch::X86_64,
                     data: &m,
                     addr: 0x8000,
                     eh_frame_hdr: None,

@@ -11,6 +11,7 @@ use object::elf;
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader, SectionHeader};
 use object::{LittleEndian, Object, ObjectSection};
 
+use crate::arch::Arch;
 use crate::cfi::EhFrameInput;
 use crate::Error;
 
@@ -52,6 +53,7 @@ impl ElfObject<'_> {
 /// its start; it runs at most to the end of the segment's file data (gimli
 /// stops at the zero terminator).
 fn eh_frame_from_hdr<'a>(
+    arch: Arch,
     data: &'a [u8],
     phdrs: &[elf::ProgramHeader64<LittleEndian>],
     hdr: &elf::ProgramHeader64<LittleEndian>,
@@ -88,6 +90,7 @@ fn eh_frame_from_hdr<'a>(
         }
         .ok_or_else(|| bad("eh_frame_ptr points outside the file"))?;
         let input = EhFrameInput {
+            arch,
             data: slice,
             addr,
             eh_frame_hdr: Some(hdr_addr),
@@ -99,20 +102,22 @@ fn eh_frame_from_hdr<'a>(
     Err(bad("eh_frame_ptr is in no PT_LOAD segment"))
 }
 
-/// Parse `data` as a 64-bit little-endian x86_64 executable or shared
-/// object.
-fn parse(data: &[u8]) -> Result<ElfFile64<'_, LittleEndian>, Error> {
+/// Parse `data` as a 64-bit little-endian x86_64 or AArch64 executable or
+/// shared object.
+fn parse(data: &[u8]) -> Result<(ElfFile64<'_, LittleEndian>, Arch), Error> {
     let e = LittleEndian;
     let file = ElfFile64::<LittleEndian>::parse(data).map_err(|err| Error::Elf(err.to_string()))?;
     let header = file.elf_header();
-    if header.e_machine(e) != elf::EM_X86_64 {
-        return Err(Error::NotX86_64);
-    }
+    let arch = match header.e_machine(e) {
+        elf::EM_X86_64 => Arch::X86_64,
+        elf::EM_AARCH64 => Arch::Aarch64,
+        _ => return Err(Error::Machine),
+    };
     let ty = header.e_type(e);
     if ty != elf::ET_DYN && ty != elf::ET_EXEC {
         return Err(Error::NotLoadable);
     }
-    Ok(file)
+    Ok((file, arch))
 }
 
 /// The executable `PT_LOAD` segment of `ph`, as (start, end) virtual
@@ -143,6 +148,8 @@ pub struct OwnSframe<'a> {
 /// choosing between the object's own SFrame and a synthesized section.
 #[derive(Clone, Debug)]
 pub struct Loadable<'a> {
+    /// The object's architecture.
+    pub arch: Arch,
     /// Executable `PT_LOAD` segments: (start, end) virtual addresses. The
     /// kernel takes a file with exactly one.
     pub exec_segments: Vec<(u64, u64)>,
@@ -150,14 +157,14 @@ pub struct Loadable<'a> {
     pub sframe: Option<OwnSframe<'a>>,
 }
 
-/// Parse `data` as a 64-bit little-endian x86_64 executable or shared
-/// object and find its executable segments and its own SFrame section:
+/// Parse `data` as a 64-bit little-endian x86_64 or AArch64 executable
+/// or shared object and find its executable segments and its own SFrame section:
 /// the `.sframe` (or `SHT_GNU_SFRAME`) section, whose size is exact, else
 /// `PT_GNU_SFRAME` (no section headers), whose size may include padding
 /// (ld 2.40's runs to the end of its `PT_LOAD`).
 pub fn read_loadable(data: &[u8]) -> Result<Loadable<'_>, Error> {
     let e = LittleEndian;
-    let file = parse(data)?;
+    let (file, arch) = parse(data)?;
     let phdrs = file.elf_program_headers();
     let mut exec_segments = Vec::new();
     let mut from_phdr = None;
@@ -193,16 +200,17 @@ pub fn read_loadable(data: &[u8]) -> Result<Loadable<'_>, Error> {
         .filter(non_empty)
         .or(from_phdr.filter(non_empty));
     Ok(Loadable {
+        arch,
         exec_segments,
         sframe,
     })
 }
 
-/// Parse `data` as a 64-bit little-endian x86_64 executable or shared
-/// object and collect what the synthesizer needs.
+/// Parse `data` as a 64-bit little-endian x86_64 or AArch64 executable
+/// or shared object and collect what the synthesizer needs.
 pub fn read_elf(data: &[u8]) -> Result<ElfObject<'_>, Error> {
     let e = LittleEndian;
-    let file = parse(data)?;
+    let (file, arch) = parse(data)?;
     let build_id = file
         .build_id()
         .map_err(|err| Error::Elf(format!("notes: {err}")))?;
@@ -241,6 +249,7 @@ pub fn read_elf(data: &[u8]) -> Result<ElfObject<'_>, Error> {
             }
             let hdr = file.section_by_name(".eh_frame_hdr");
             let input = EhFrameInput {
+                arch,
                 data: bytes,
                 addr: s.address(),
                 eh_frame_hdr: hdr.as_ref().map(|h| h.address()),
@@ -251,7 +260,7 @@ pub fn read_elf(data: &[u8]) -> Result<ElfObject<'_>, Error> {
         }
         None => match eh_hdr_phdr {
             Some(ph) => {
-                let (input, hdr_size) = eh_frame_from_hdr(data, phdrs, ph)?;
+                let (input, hdr_size) = eh_frame_from_hdr(arch, data, phdrs, ph)?;
                 (input, None, hdr_size)
             }
             None => return Err(Error::NoEhFrame),

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! SFrame version 3 sections for AMD64 (little-endian) from unwind rows:
-//! default FDE type only, PC-increment FDEs and PC-mask FDEs (repeated
-//! stubs such as PLT entries). [`encode`] checks the functions and has
-//! `sframe_encode` lay them out as binutils 2.46+ does and `rust/sframe`
-//! reads them:
+//! SFrame version 3 sections for AMD64 and AArch64 (little-endian) from
+//! unwind rows: default FDE type only, PC-increment FDEs and PC-mask FDEs
+//! (repeated stubs such as PLT entries). [`encode`] checks the functions
+//! and has `sframe_encode` lay them out as binutils 2.46+ does and
+//! `rust/sframe` reads them:
 //!
 //! ```text
 //! header (28 bytes)   magic 0xdee2, version 3, flags SORTED|FUNC_START_PCREL,
-//!                     ABI 3 (AMD64 LE), fixed FP offset 0, fixed RA offset -8,
+//!                     ABI 3 (AMD64 LE) or 2 (AArch64 LE), fixed FP offset 0,
+//!                     fixed RA offset -8 (AMD64) or 0 (AArch64: none),
 //!                     no auxiliary header, FDE and FRE counts, FRE bytes,
 //!                     FDE offset 0, FRE offset = 16 * FDEs
 //! FDE index           16 bytes a function, sorted by start:
@@ -18,8 +19,12 @@
 //!                     info2 = 0 (default FDE), rep_size: 0, or the block
 //!                     size of a PC-mask FDE), then its FREs:
 //!                     start offset (1, 2 or 4 bytes: the narrowest that
-//!                     holds the last one), info byte, data words (1, 2 or
-//!                     4 bytes: the narrowest that holds them)
+//!                     holds the last one), info byte (AArch64: bit 7 set
+//!                     where the return address is signed), data words (1,
+//!                     2 or 4 bytes: the narrowest that holds them): the
+//!                     CFA offset; on AArch64 the RA offset where it is
+//!                     saved (0 where it is not but the FP is); the FP
+//!                     offset where it is saved
 //! ```
 //!
 //! The section is encoded as if it were at address 0: decoded with
@@ -29,30 +34,39 @@
 
 use std::fmt;
 
-use sframe::{Abi, Version, MAX_FRES_PER_FDE};
-use sframe_encode::{FdeSpec, FreSpec, SectionSpec, FDE_PC_MASK, FDE_SIGNAL_FRAME};
+use sframe::{Version, MAX_FRES_PER_FDE};
+use sframe_encode::{FdeSpec, FreSpec, SectionSpec, FDE_PC_MASK, FDE_SIGNAL_FRAME, FRE_RA_MANGLED};
+
+use crate::arch::Arch;
 
 /// Register the CFA is computed from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CfaBase {
-    /// `%rsp`.
+    /// The stack pointer (`%rsp`, `sp`).
     Sp,
-    /// `%rbp`.
+    /// The frame pointer (`%rbp`, `x29`).
     Fp,
 }
 
-/// The unwind rule of one row, as an SFrame default FDE on AMD64 can say it.
+/// The unwind rule of one row, as an SFrame default FDE can say it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rule {
-    /// CFA = base + `cfa_offset`; RA at CFA - 8 (fixed); caller's RBP at
-    /// CFA + `fp_offset` if saved, else still in RBP.
+    /// CFA = base + `cfa_offset`; the return address at CFA + `ra_offset`
+    /// if saved, else still in the link register (AArch64); the caller's
+    /// frame pointer at CFA + `fp_offset` if saved, else still in the
+    /// register.
     Frame {
         /// Register the CFA is computed from.
         cfa_base: CfaBase,
         /// Offset added to it.
         cfa_offset: i32,
-        /// Where the caller's RBP is saved, relative to the CFA; `None` if
-        /// RBP still holds it (or it is unknown).
+        /// Where the return address is saved, relative to the CFA; `None`
+        /// if the link register still holds it. On AMD64 always -8.
+        ra_offset: Option<i32>,
+        /// The return address is signed (AArch64 pointer authentication).
+        ra_signed: bool,
+        /// Where the caller's frame pointer is saved, relative to the CFA;
+        /// `None` if the register still holds it (or it is unknown).
         fp_offset: Option<i32>,
     },
     /// No caller (the return address is undefined, e.g. `_start`): an FRE
@@ -110,6 +124,11 @@ pub enum EncodeError {
     /// widest start an i64 field relative to address 0 holds) or ends past
     /// 2^64.
     AddressOverflow(u64),
+    /// A row of the function at this address has a return address rule
+    /// the architecture's section cannot say: on AMD64 anywhere but at
+    /// CFA - 8, or signed; on AArch64 at the CFA itself (an RA offset of 0
+    /// is the padding word).
+    RaRule(u64),
     /// The section encoder refused the section (it would exceed 4 GiB).
     Section(sframe_encode::Error),
 }
@@ -132,6 +151,12 @@ impl fmt::Display for EncodeError {
             }
             EncodeError::Overlap(a, b) => write!(f, "functions {a:#x} and {b:#x} overlap"),
             EncodeError::AddressOverflow(a) => write!(f, "function {a:#x}: address out of range"),
+            EncodeError::RaRule(a) => {
+                write!(
+                    f,
+                    "function {a:#x}: a return address rule the ABI cannot say"
+                )
+            }
             EncodeError::Section(e) => write!(f, "{e}"),
         }
     }
@@ -139,28 +164,57 @@ impl fmt::Display for EncodeError {
 
 impl std::error::Error for EncodeError {}
 
-/// The FRE of `fre`. The RA has no data word: the header fixes it at
-/// CFA - 8.
-fn fre_spec(fre: &Fre) -> FreSpec {
+/// The FRE of `fre` in a section for `arch`. On AMD64 the RA has no data
+/// word: the header fixes it at CFA - 8. On AArch64 an RA that is not
+/// saved has none either, unless the FP is saved: then its word is 0
+/// (padding), before the FP's.
+fn fre_spec(arch: Arch, fre: &Fre) -> FreSpec {
     match fre.rule {
         Rule::Frame {
             cfa_base,
             cfa_offset,
+            ra_offset,
+            ra_signed,
             fp_offset,
         } => {
             let sp = cfa_base == CfaBase::Sp;
-            match fp_offset {
-                Some(fp) => FreSpec::new(fre.start, sp, &[cfa_offset, fp]),
-                None => FreSpec::new(fre.start, sp, &[cfa_offset]),
+            let ra = match arch.fixed_ra_offset() {
+                Some(_) => None,
+                None => ra_offset.or(fp_offset.map(|_| 0)),
+            };
+            let words: Vec<i32> = [Some(cfa_offset), ra, fp_offset]
+                .into_iter()
+                .flatten()
+                .collect();
+            let mut spec = FreSpec::new(fre.start, sp, &words);
+            if ra_signed {
+                spec.info |= FRE_RA_MANGLED;
             }
+            spec
         }
         // GNU as writes the outermost FRE as info 0, no words.
         Rule::Outermost => FreSpec::new(fre.start, false, &[]),
     }
 }
 
-/// Check one function's rows.
-fn check(f: &Function) -> Result<(), EncodeError> {
+/// Can a section for `arch` say the return address rule of `rule`?
+pub fn ra_expressible(arch: Arch, rule: &Rule) -> bool {
+    let Rule::Frame {
+        ra_offset,
+        ra_signed,
+        ..
+    } = *rule
+    else {
+        return true;
+    };
+    match arch.fixed_ra_offset() {
+        Some(fixed) => ra_offset == Some(fixed) && !ra_signed,
+        None => ra_offset != Some(0),
+    }
+}
+
+/// Check one function's rows, for a section for `arch`.
+fn check(arch: Arch, f: &Function) -> Result<(), EncodeError> {
     if f.fres.is_empty() {
         return Err(EncodeError::NoRows(f.start));
     }
@@ -179,6 +233,9 @@ fn check(f: &Function) -> Result<(), EncodeError> {
             return Err(EncodeError::BadRowStart(f.start));
         }
         prev = Some(fre.start);
+        if !ra_expressible(arch, &fre.rule) {
+            return Err(EncodeError::RaRule(f.start));
+        }
     }
     // The decoder adds the start, stored relative to its field, to the
     // field's address: from a section at 0, that is the start if below 2^63.
@@ -189,14 +246,14 @@ fn check(f: &Function) -> Result<(), EncodeError> {
     Ok(())
 }
 
-/// Encode `functions` (in any order) as an SFrame V3 section for AMD64
+/// Encode `functions` (in any order) as an SFrame V3 section for `arch`
 /// located at address 0 (see the module documentation).
-pub fn encode(functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
+pub fn encode(arch: Arch, functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
     let mut order: Vec<&Function> = functions.iter().collect();
     order.sort_by_key(|f| f.start);
     let mut prev: Option<&Function> = None;
     for f in &order {
-        check(f)?;
+        check(arch, f)?;
         if let Some(p) = prev {
             // Checked by `check`: no overflow.
             if f.start < p.start.saturating_add(u64::from(p.size)) {
@@ -209,7 +266,8 @@ pub fn encode(functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
     let fdes = order
         .iter()
         .map(|f| {
-            let mut fde = FdeSpec::new(f.start, f.size, f.fres.iter().map(fre_spec).collect());
+            let fres = f.fres.iter().map(|r| fre_spec(arch, r)).collect();
+            let mut fde = FdeSpec::new(f.start, f.size, fres);
             if let Some(n) = f.rep_size {
                 fde.info |= FDE_PC_MASK;
                 fde.rep_size = n;
@@ -222,7 +280,7 @@ pub fn encode(functions: &[Function]) -> Result<Vec<u8>, EncodeError> {
         .collect();
     SectionSpec {
         fdes,
-        ..SectionSpec::new(Version::V3, Abi::Amd64)
+        ..SectionSpec::new(Version::V3, arch.abi())
     }
     .encode()
     .map_err(EncodeError::Section)
@@ -237,6 +295,8 @@ mod tests {
         Rule::Frame {
             cfa_base,
             cfa_offset,
+            ra_offset: Some(-8),
+            ra_signed: false,
             fp_offset,
         }
     }
@@ -266,6 +326,8 @@ mod tests {
             Rule::Frame {
                 cfa_base,
                 cfa_offset,
+                ra_offset,
+                ra_signed,
                 fp_offset,
             } => {
                 assert!(!row.outermost);
@@ -275,7 +337,8 @@ mod tests {
                 };
                 assert_eq!((row.cfa.base, row.cfa.offset), (base, cfa_offset));
                 assert!(!row.cfa.deref);
-                assert_eq!(row.ra, RegRule::CfaOffset(-8));
+                let ra = ra_offset.map_or(RegRule::SameValue, RegRule::CfaOffset);
+                assert_eq!((row.ra, row.ra_mangled), (ra, ra_signed), "{pc:#x}");
                 let fp = fp_offset.map_or(RegRule::SameValue, RegRule::CfaOffset);
                 assert_eq!(row.fp, fp, "{pc:#x}");
             }
@@ -286,13 +349,16 @@ mod tests {
     /// every byte of every function of up to 1000 rows (a lookup scans the
     /// rows: more would take quadratic time), else the first and last byte
     /// of every 1000th row.
-    fn round_trip<'a>(functions: &[Function], bytes: &'a [u8]) -> Section<&'a [u8]> {
+    fn round_trip<'a>(arch: Arch, functions: &[Function], bytes: &'a [u8]) -> Section<&'a [u8]> {
         let mut sec = Section::new(bytes, bytes.len() as u32, 0).unwrap();
         sec.validate().unwrap();
         let h = *sec.header();
         assert_eq!(h.version, Version::V3);
         assert_eq!(h.flags, 0x5);
-        assert_eq!(h.cfa_fixed_ra_offset, -8);
+        assert_eq!(
+            (h.abi, h.fixed_ra_offset()),
+            (arch.abi(), arch.fixed_ra_offset())
+        );
         assert_eq!(h.num_fdes as usize, functions.len());
         for f in functions {
             let fde = sec.find_fde(f.start).unwrap();
@@ -349,10 +415,10 @@ mod tests {
     #[test]
     fn one_row() {
         let f = [func(0x1000, 16, &[(0, frame(CfaBase::Sp, 8, None))])];
-        let bytes = encode(&f).unwrap();
+        let bytes = encode(Arch::X86_64, &f).unwrap();
         // Header, one FDE, attribute record, FRE of 1 + 1 + 1 bytes.
         assert_eq!(bytes.len(), 28 + 16 + 5 + 3);
-        let mut sec = round_trip(&f, &bytes);
+        let mut sec = round_trip(Arch::X86_64, &f, &bytes);
         assert_eq!(sec.find(0xfff), Err(Error::NotCovered));
         assert_eq!(sec.find(0x1010), Err(Error::NotCovered));
         let fde = sec.fde(0).unwrap();
@@ -386,8 +452,8 @@ mod tests {
                 ],
             ),
         ];
-        let bytes = encode(&f).unwrap();
-        let mut sec = round_trip(&f, &bytes);
+        let bytes = encode(Arch::X86_64, &f).unwrap();
+        let mut sec = round_trip(Arch::X86_64, &f, &bytes);
         let starts: Vec<u64> = (0..4).map(|i| sec.fde(i).unwrap().func_start).collect();
         assert_eq!(starts, [0x1000, 0x2000, 0x2040, 0x3000]);
         assert!(sec.fde(3).unwrap().signal_frame);
@@ -434,8 +500,8 @@ mod tests {
             ],
         );
         let f = [small, wide, big, huge];
-        let bytes = encode(&f).unwrap();
-        let mut sec = round_trip(&f, &bytes);
+        let bytes = encode(Arch::X86_64, &f).unwrap();
+        let mut sec = round_trip(Arch::X86_64, &f, &bytes);
         let types: Vec<FreType> = (0..4).map(|i| sec.fde(i).unwrap().fre_type).collect();
         assert_eq!(
             types,
@@ -461,8 +527,8 @@ mod tests {
             (7, Rule::Outermost), // no words
         ];
         let f = [func(0x1000, 8, &rows)];
-        let bytes = encode(&f).unwrap();
-        let mut sec = round_trip(&f, &bytes);
+        let bytes = encode(Arch::X86_64, &f).unwrap();
+        let mut sec = round_trip(Arch::X86_64, &f, &bytes);
         let sizes: Vec<u8> = (0..7).map(|j| word_size(&mut sec, 0, j)).collect();
         assert_eq!(sizes, [1, 2, 2, 2, 4, 4, 4]);
         let fde = sec.fde(0).unwrap();
@@ -475,15 +541,18 @@ mod tests {
             .map(|i| (i, frame(CfaBase::Sp, 8 + 8 * (i as i32 % 2), None)))
             .collect();
         let f = [func(0x400000, MAX_FRES_PER_FDE + 1, &rows)];
-        let bytes = encode(&f).unwrap();
-        round_trip(&f, &bytes);
+        let bytes = encode(Arch::X86_64, &f).unwrap();
+        round_trip(Arch::X86_64, &f, &bytes);
         let mut too_many = f[0].clone();
         too_many.size += 1;
         too_many.fres.push(Fre {
             start: MAX_FRES_PER_FDE,
             rule: Rule::Outermost,
         });
-        assert_eq!(encode(&[too_many]), Err(EncodeError::TooManyRows(0x400000)));
+        assert_eq!(
+            encode(Arch::X86_64, &[too_many]),
+            Err(EncodeError::TooManyRows(0x400000))
+        );
     }
 
     #[test]
@@ -511,9 +580,9 @@ mod tests {
         let mut odd = func(0x2000, 40, &[(0, frame(CfaBase::Sp, 8, None))]);
         odd.rep_size = Some(16);
         let f = [plt0, pltn, odd];
-        let bytes = encode(&f).unwrap();
+        let bytes = encode(Arch::X86_64, &f).unwrap();
         // round_trip looks up every byte with `(pc - start) % 16`.
-        let mut sec = round_trip(&f, &bytes);
+        let mut sec = round_trip(Arch::X86_64, &f, &bytes);
         assert_eq!(sec.find(0x10cb).unwrap().cfa.offset, 16);
         assert_eq!(sec.find(0x10ca).unwrap().cfa.offset, 8);
         assert_eq!(sec.find(0x10d0), Err(Error::NotCovered));
@@ -532,8 +601,8 @@ mod tests {
             func(0, 4, &[(0, frame(CfaBase::Sp, 8, None))]),
             func(0x7fff_ffff_f000, 4, &[(0, frame(CfaBase::Sp, 8, None))]),
         ];
-        let bytes = encode(&f).unwrap();
-        round_trip(&f, &bytes);
+        let bytes = encode(Arch::X86_64, &f).unwrap();
+        round_trip(Arch::X86_64, &f, &bytes);
         // Decoded as if at a load bias, everything moves by the bias.
         let bias = 0x5555_5555_4000u64;
         let mut sec = Section::new(&bytes[..], bytes.len() as u32, bias).unwrap();
@@ -544,7 +613,7 @@ mod tests {
 
     #[test]
     fn empty_section() {
-        let bytes = encode(&[]).unwrap();
+        let bytes = encode(Arch::X86_64, &[]).unwrap();
         assert_eq!(bytes.len(), 28);
         let mut sec = Section::new(&bytes[..], 28, 0).unwrap();
         sec.validate().unwrap();
@@ -555,33 +624,36 @@ mod tests {
     fn contract_violations_are_errors() {
         let ok = frame(CfaBase::Sp, 8, None);
         assert_eq!(
-            encode(&[func(0x10, 4, &[])]),
+            encode(Arch::X86_64, &[func(0x10, 4, &[])]),
             Err(EncodeError::NoRows(0x10))
         );
         assert_eq!(
-            encode(&[func(0x10, 4, &[(0, ok), (0, ok)])]),
+            encode(Arch::X86_64, &[func(0x10, 4, &[(0, ok), (0, ok)])]),
             Err(EncodeError::BadRowStart(0x10))
         );
         assert_eq!(
-            encode(&[func(0x10, 4, &[(4, ok)])]),
+            encode(Arch::X86_64, &[func(0x10, 4, &[(4, ok)])]),
             Err(EncodeError::BadRowStart(0x10))
         );
         assert_eq!(
-            encode(&[func(0x10, 4, &[(0, ok)]), func(0x13, 4, &[(0, ok)])]),
+            encode(
+                Arch::X86_64,
+                &[func(0x10, 4, &[(0, ok)]), func(0x13, 4, &[(0, ok)])]
+            ),
             Err(EncodeError::Overlap(0x10, 0x13))
         );
         assert_eq!(
-            encode(&[func(u64::MAX - 1, 4, &[(0, ok)])]),
+            encode(Arch::X86_64, &[func(u64::MAX - 1, 4, &[(0, ok)])]),
             Err(EncodeError::AddressOverflow(u64::MAX - 1))
         );
         assert_eq!(
-            encode(&[func(1 << 63, 4, &[(0, ok)])]),
+            encode(Arch::X86_64, &[func(1 << 63, 4, &[(0, ok)])]),
             Err(EncodeError::AddressOverflow(1 << 63))
         );
         let masked = |rep, rows: &[(u32, Rule)]| {
             let mut f = func(0x10, 32, rows);
             f.rep_size = Some(rep);
-            encode(&[f])
+            encode(Arch::X86_64, &[f])
         };
         assert_eq!(masked(0, &[(0, ok)]), Err(EncodeError::BadRepSize(0x10)));
         assert_eq!(masked(33, &[(0, ok)]), Err(EncodeError::BadRepSize(0x10)));
@@ -590,5 +662,77 @@ mod tests {
             Err(EncodeError::BadRowStart(0x10))
         );
         assert!(masked(32, &[(0, ok), (31, ok)]).is_ok());
+        // AMD64's RA is at CFA - 8, unsigned, in every row.
+        let elsewhere = Rule::Frame {
+            cfa_base: CfaBase::Sp,
+            cfa_offset: 16,
+            ra_offset: Some(-16),
+            ra_signed: false,
+            fp_offset: None,
+        };
+        assert_eq!(
+            encode(Arch::X86_64, &[func(0x10, 4, &[(0, elsewhere)])]),
+            Err(EncodeError::RaRule(0x10))
+        );
+        assert!(encode(Arch::Aarch64, &[func(0x10, 4, &[(0, elsewhere)])]).is_ok());
+        // An AArch64 RA offset of 0 would read as the padding word.
+        let at_cfa = Rule::Frame {
+            cfa_base: CfaBase::Sp,
+            cfa_offset: 16,
+            ra_offset: Some(0),
+            ra_signed: false,
+            fp_offset: None,
+        };
+        assert_eq!(
+            encode(Arch::Aarch64, &[func(0x10, 4, &[(0, at_cfa)])]),
+            Err(EncodeError::RaRule(0x10))
+        );
+    }
+
+    /// An AArch64 function as GCC builds it with
+    /// `-mbranch-protection=standard`: `paciasp`, `stp x29, x30, [sp,
+    /// #-32]!`, `mov x29, sp`, body, `ldp x29, x30, [sp], #32`,
+    /// `autiasp`, `ret`; and a leaf whose RA stays in x30, and a row with
+    /// the FP saved and the RA not (the padding word).
+    #[test]
+    fn aarch64_rows_round_trip() {
+        let at = |cfa_base, cfa_offset, ra_offset, ra_signed, fp_offset| Rule::Frame {
+            cfa_base,
+            cfa_offset,
+            ra_offset,
+            ra_signed,
+            fp_offset,
+        };
+        let f = vec![
+            func(
+                0x1000,
+                0x40,
+                &[
+                    (0, at(CfaBase::Sp, 0, None, false, None)),
+                    (4, at(CfaBase::Sp, 0, None, true, None)),
+                    (8, at(CfaBase::Sp, 32, Some(-24), true, Some(-32))),
+                    (12, at(CfaBase::Fp, 32, Some(-24), true, Some(-32))),
+                    (0x34, at(CfaBase::Sp, 0, None, true, None)),
+                    (0x38, at(CfaBase::Sp, 0, None, false, None)),
+                ],
+            ),
+            func(0x1040, 0x10, &[(0, at(CfaBase::Sp, 0, None, false, None))]),
+            func(
+                0x1050,
+                0x10,
+                &[(0, at(CfaBase::Sp, 16, None, false, Some(-16)))],
+            ),
+        ];
+        let bytes = encode(Arch::Aarch64, &f).unwrap();
+        let mut sec = round_trip(Arch::Aarch64, &f, &bytes);
+        // The padding word: RA not saved, FP saved.
+        let row = sec.find(0x1054).unwrap();
+        assert_eq!(
+            (row.ra, row.fp),
+            (RegRule::SameValue, RegRule::CfaOffset(-16))
+        );
+        let row = sec.find(0x1010).unwrap();
+        assert!(row.ra_mangled);
+        assert_eq!(row.ra, RegRule::CfaOffset(-24));
     }
 }

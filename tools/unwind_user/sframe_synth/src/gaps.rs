@@ -12,6 +12,7 @@
 
 use sframe::{Base, Fde, FreMark, PcType, RegRule, Row, Section, Stopped, Visitor};
 
+use crate::arch::Arch;
 use crate::encode::{self, CfaBase, Fre, Function, Rule};
 use crate::Error;
 
@@ -29,16 +30,23 @@ pub struct Filled {
     pub added_bytes: u64,
 }
 
-/// The encoder's rule for a row of an AMD64 section, if it has one: the
-/// CFA on SP or FP, the return address at CFA - 8 or undefined, FP saved
-/// at an offset from the CFA or not saved.
-fn rule_of(row: &Row) -> Option<Rule> {
+/// The encoder's rule for a row of a section for `arch`, if it has one:
+/// the CFA on SP or FP, the return address undefined or where the ABI's
+/// section can say it (AMD64: at CFA - 8; AArch64: saved at an offset from
+/// the CFA or not saved, signed or not), FP saved at an offset from the
+/// CFA or not saved.
+fn rule_of(arch: Arch, row: &Row) -> Option<Rule> {
     if row.outermost || row.ra == RegRule::Undefined {
         return Some(Rule::Outermost);
     }
-    if row.cfa.deref || row.ra_mangled || row.ra != RegRule::CfaOffset(-8) {
+    if row.cfa.deref {
         return None;
     }
+    let ra_offset = match row.ra {
+        RegRule::SameValue => None,
+        RegRule::CfaOffset(off) => Some(off),
+        _ => return None,
+    };
     let cfa_base = match row.cfa.base {
         Base::Sp => CfaBase::Sp,
         Base::Fp => CfaBase::Fp,
@@ -49,23 +57,25 @@ fn rule_of(row: &Row) -> Option<Rule> {
         RegRule::CfaOffset(off) => Some(off),
         _ => return None,
     };
-    Some(Rule::Frame {
+    let rule = Rule::Frame {
         cfa_base,
         cfa_offset: row.cfa.offset,
+        ra_offset,
+        ra_signed: row.ra_mangled,
         fp_offset,
-    })
+    };
+    encode::ra_expressible(arch, &rule).then_some(rule)
 }
 
-/// Collects a section's functions and rows in the encoder's terms; stops
-/// at the first row it cannot say.
-#[derive(Default)]
-struct Collect(Vec<Function>);
+/// Collects a section's functions and rows in the encoder's terms, for
+/// `.0`'s architecture; stops at the first row it cannot say.
+struct Collect(Arch, Vec<Function>);
 
 impl Visitor for Collect {
     type Error = ();
 
     fn fde(&mut self, _index: u32, fde: &Fde) -> Result<(), ()> {
-        self.0.push(Function {
+        self.1.push(Function {
             start: fde.func_start,
             size: fde.func_size,
             signal_frame: fde.signal_frame,
@@ -83,8 +93,8 @@ impl Visitor for Collect {
     }
 
     fn row(&mut self, _fde: u32, start: u32, row: &Row) -> Result<(), ()> {
-        let rule = rule_of(row).ok_or(())?;
-        self.0.last_mut().ok_or(())?.fres.push(Fre { start, rule });
+        let rule = rule_of(self.0, row).ok_or(())?;
+        self.1.last_mut().ok_or(())?.fres.push(Fre { start, rule });
         Ok(())
     }
 }
@@ -92,11 +102,17 @@ impl Visitor for Collect {
 /// The functions of `own`, an object's SFrame section at link-time address
 /// `addr`, and those of `synthesized` (sorted, not overlapping, as
 /// [`synthesize`](crate::synthesize) keeps them) that overlap none of
-/// them, encoded as one section. `Ok(None)` if there is nothing to add, or
-/// if `own` is not valid, has a row the encoder cannot write, or says its
-/// code keeps frame pointers (which V3 cannot say): the section is then
-/// best used as it is.
-pub fn fill_gaps(own: &[u8], addr: u64, synthesized: &[Function]) -> Result<Option<Filled>, Error> {
+/// them, encoded as one section; all of an object of `arch`. `Ok(None)` if
+/// there is nothing to add, or if `own` is not valid, is for another ABI,
+/// has a row the encoder cannot write, or says its code keeps frame
+/// pointers (which V3 cannot say): the section is then best used as it
+/// is.
+pub fn fill_gaps(
+    arch: Arch,
+    own: &[u8],
+    addr: u64,
+    synthesized: &[Function],
+) -> Result<Option<Filled>, Error> {
     let Ok(len) = u32::try_from(own.len()) else {
         return Ok(None);
     };
@@ -105,17 +121,17 @@ pub fn fill_gaps(own: &[u8], addr: u64, synthesized: &[Function]) -> Result<Opti
     };
     // The merged section is V3, which has no SFRAME_F_FRAME_POINTER: code
     // no FDE covers would lose the frame-pointer rule the flag gives it.
-    if sec.header().keeps_frame_pointers() {
+    if sec.header().keeps_frame_pointers() || sec.header().abi != arch.abi() {
         return Ok(None);
     }
-    let mut collect = Collect::default();
+    let mut collect = Collect(arch, Vec::new());
     match sec.validate_with(&mut collect) {
         Ok(()) => {}
         Err(Stopped::Invalid(_) | Stopped::Visitor(())) => return Ok(None),
     }
     // A function without rows describes none of its code: .eh_frame may.
     let mut functions: Vec<Function> = collect
-        .0
+        .1
         .into_iter()
         .filter(|f| !f.fres.is_empty())
         .collect();
@@ -145,7 +161,7 @@ pub fn fill_gaps(own: &[u8], addr: u64, synthesized: &[Function]) -> Result<Opti
     functions.extend(added);
     functions.sort_by_key(|f| f.start);
     Ok(Some(Filled {
-        section: encode::encode(&functions)?,
+        section: encode::encode(arch, &functions)?,
         own: own_count,
         added: added_count,
         added_bytes,
@@ -168,6 +184,8 @@ mod tests {
                     rule: Rule::Frame {
                         cfa_base: CfaBase::Sp,
                         cfa_offset: 8,
+                        ra_offset: Some(-8),
+                        ra_signed: false,
                         fp_offset: None,
                     },
                 },
@@ -176,6 +194,8 @@ mod tests {
                     rule: Rule::Frame {
                         cfa_base: CfaBase::Sp,
                         cfa_offset,
+                        ra_offset: Some(-8),
+                        ra_signed: false,
                         fp_offset: Some(-16),
                     },
                 },
@@ -192,8 +212,11 @@ mod tests {
     fn gaps_are_filled_and_own_functions_kept() {
         // The object's own section: two functions, with CFA offset 16 at
         // their second byte.
-        let own =
-            encode::encode(&[function(0x1000, 0x20, 16), function(0x1040, 0x20, 16)]).unwrap();
+        let own = encode::encode(
+            Arch::X86_64,
+            &[function(0x1000, 0x20, 16), function(0x1040, 0x20, 16)],
+        )
+        .unwrap();
         // .eh_frame: a function overlapping each, one in the gap between
         // them, one after, all with CFA offset 32 there.
         let syn = [
@@ -202,7 +225,7 @@ mod tests {
             function(0x1050, 0x20, 32),
             function(0x1080, 0x10, 32),
         ];
-        let filled = fill_gaps(&own, 0, &syn).unwrap().unwrap();
+        let filled = fill_gaps(Arch::X86_64, &own, 0, &syn).unwrap().unwrap();
         assert_eq!((filled.own, filled.added, filled.added_bytes), (2, 2, 0x30));
         let s = &filled.section;
         // The own functions' rows, not .eh_frame's.
@@ -214,9 +237,9 @@ mod tests {
         // Where neither describes code.
         assert_eq!(cfa_at(s, 0x1060), Err(sframe::Error::NotCovered));
         // Nothing to add: the own section as it is.
-        assert_eq!(fill_gaps(&own, 0, &syn[..1]), Ok(None));
+        assert_eq!(fill_gaps(Arch::X86_64, &own, 0, &syn[..1]), Ok(None));
         // Not a section: nothing made.
-        assert_eq!(fill_gaps(&own[..10], 0, &syn), Ok(None));
+        assert_eq!(fill_gaps(Arch::X86_64, &own[..10], 0, &syn), Ok(None));
     }
 
     #[test]
@@ -227,7 +250,7 @@ mod tests {
         let mut plt = function(0x1000, 0x40, 16);
         plt.rep_size = Some(16);
         plt.fres[1].start = 6;
-        let own = encode::encode(&[plt, function(0x1100, 0x20, 16)]).unwrap();
+        let own = encode::encode(Arch::X86_64, &[plt, function(0x1100, 0x20, 16)]).unwrap();
         // .eh_frame: one function across the PLT's end, one across the
         // second function's start, one spanning the gap's middle only.
         let syn = [
@@ -235,7 +258,7 @@ mod tests {
             function(0x1060, 0x20, 32),
             function(0x10f0, 0x20, 32),
         ];
-        let filled = fill_gaps(&own, 0, &syn).unwrap().unwrap();
+        let filled = fill_gaps(Arch::X86_64, &own, 0, &syn).unwrap().unwrap();
         assert_eq!((filled.own, filled.added, filled.added_bytes), (2, 1, 0x20));
         let s = &filled.section;
         // The PLT's rows, block by block, as the own section gives them.
@@ -275,10 +298,12 @@ mod tests {
             .header()
             .keeps_frame_pointers());
         // The merged V3 section could not say it: nothing made.
-        assert_eq!(fill_gaps(&own, 0x10000, &syn), Ok(None));
+        assert_eq!(fill_gaps(Arch::X86_64, &own, 0x10000, &syn), Ok(None));
         // Without the flag, the same section is merged.
         own[3] &= !2;
-        let filled = fill_gaps(&own, 0x10000, &syn).unwrap().unwrap();
+        let filled = fill_gaps(Arch::X86_64, &own, 0x10000, &syn)
+            .unwrap()
+            .unwrap();
         assert_eq!((filled.own, filled.added), (1, 1));
         assert_eq!(cfa_at(&filled.section, 0x11003), Ok(16));
         assert_eq!(cfa_at(&filled.section, 0x11041), Ok(32));
@@ -299,7 +324,9 @@ mod tests {
         assert_eq!(sec.find(0x11000), Err(sframe::Error::NotCovered));
         // .eh_frame describes it: added.
         let syn = [function(0x11000, 0x20, 32)];
-        let filled = fill_gaps(&own, 0x10000, &syn).unwrap().unwrap();
+        let filled = fill_gaps(Arch::X86_64, &own, 0x10000, &syn)
+            .unwrap()
+            .unwrap();
         assert_eq!((filled.own, filled.added, filled.added_bytes), (0, 1, 0x20));
         assert_eq!(cfa_at(&filled.section, 0x11001), Ok(32));
     }
@@ -321,11 +348,17 @@ mod tests {
             func_size: 1,
             fre_start: 0,
         };
-        assert!(rule_of(&row(Base::Sp, RegRule::CfaOffset(-8))).is_some());
-        assert_eq!(rule_of(&row(Base::Reg(10), RegRule::CfaOffset(-8))), None);
-        assert_eq!(rule_of(&row(Base::Sp, RegRule::CfaOffset(-16))), None);
+        assert!(rule_of(Arch::X86_64, &row(Base::Sp, RegRule::CfaOffset(-8))).is_some());
         assert_eq!(
-            rule_of(&row(Base::Sp, RegRule::Undefined)),
+            rule_of(Arch::X86_64, &row(Base::Reg(10), RegRule::CfaOffset(-8))),
+            None
+        );
+        assert_eq!(
+            rule_of(Arch::X86_64, &row(Base::Sp, RegRule::CfaOffset(-16))),
+            None
+        );
+        assert_eq!(
+            rule_of(Arch::X86_64, &row(Base::Sp, RegRule::Undefined)),
             Some(Rule::Outermost)
         );
     }

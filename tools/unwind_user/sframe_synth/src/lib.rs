@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Synthesize an SFrame (version 3) section from the `.eh_frame` of an
-//! x86_64 ELF object built without SFrame, so that the kernel's SFrame
-//! unwinder can walk through libraries such as Debian 12's libc.
+//! x86_64 or AArch64 ELF object built without SFrame, so that the kernel's
+//! SFrame unwinder can walk through libraries such as Debian 12's libc.
 //!
 //! - [`elf::read_elf`] finds `.eh_frame` and what else is needed in the
 //!   object (untrusted input: every read is checked);
@@ -30,6 +30,7 @@
     )
 )]
 
+pub mod arch;
 pub mod cfi;
 pub mod elf;
 pub mod encode;
@@ -39,6 +40,7 @@ use std::fmt;
 
 use std::collections::BTreeSet;
 
+use arch::Arch;
 use cfi::{Cfi, CfiError, Described, LeftOut, Reason};
 use elf::ElfObject;
 use encode::{EncodeError, Function, Rule};
@@ -48,8 +50,8 @@ use encode::{EncodeError, Function, Rule};
 pub enum Error {
     /// Not a readable ELF file (`object`'s message).
     Elf(String),
-    /// Not an x86_64 object.
-    NotX86_64,
+    /// Neither an x86_64 nor an AArch64 object.
+    Machine,
     /// Neither an executable nor a shared object (relocatable objects have
     /// no final addresses).
     NotLoadable,
@@ -67,7 +69,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Elf(m) => write!(f, "not a readable ELF object: {m}"),
-            Error::NotX86_64 => write!(f, "not an x86_64 ELF object"),
+            Error::Machine => write!(f, "neither an x86_64 nor an AArch64 ELF object"),
             Error::NotLoadable => write!(f, "not an executable or shared object"),
             Error::NoEhFrame => write!(f, "no .eh_frame (nor PT_GNU_EH_FRAME)"),
             Error::EhFrameHdr(m) => write!(f, "PT_GNU_EH_FRAME: {m}"),
@@ -245,7 +247,7 @@ pub fn synthesize(obj: &ElfObject<'_>) -> Result<Synthesis, Error> {
             None => kept.push(f),
         }
     }
-    let section = encode::encode(&kept)?;
+    let section = encode::encode(obj.eh_frame.arch, &kept)?;
 
     let encoded_bytes = kept
         .iter()
@@ -300,9 +302,9 @@ pub const MAX_SECTION_SIZE: usize = 64 << 20;
 pub enum SectionError {
     /// Larger than [`MAX_SECTION_SIZE`].
     TooLarge(usize),
-    /// The section is not for x86_64 (another ABI, or a fixed return
-    /// address offset other than -8).
-    NotAmd64,
+    /// The section is not for this architecture (another ABI, or another
+    /// fixed return address offset than its ABI's).
+    OtherAbi(Arch),
     /// The decoder refuses it (`sframe::Error`'s name).
     Decode(&'static str),
     /// A function lies outside the executable segment.
@@ -322,7 +324,7 @@ impl fmt::Display for SectionError {
                 "{n} bytes, over the kernel's {} MiB",
                 MAX_SECTION_SIZE >> 20
             ),
-            SectionError::NotAmd64 => write!(f, "not an x86_64 section"),
+            SectionError::OtherAbi(arch) => write!(f, "not a section for {arch}"),
             SectionError::Decode(e) => write!(f, "malformed or unsupported: {e}"),
             SectionError::Outside { start, end } => write!(
                 f,
@@ -337,10 +339,12 @@ impl std::error::Error for SectionError {}
 /// Check `section` as the kernel checks a section attached to a file
 /// (`UNWIND_USER_FILE_ATTACH`), so that a section it would refuse is known
 /// before the system call: decoded at link-time address `addr` by the
-/// kernel's own decoder, AMD64 with the return address at CFA - 8, every
-/// FDE and FRE valid (`validate()`), and every function inside `text`, the
-/// object's executable segment. Returns the section's header.
+/// kernel's own decoder, for `arch`'s ABI (on AMD64 with the return
+/// address at CFA - 8), every FDE and FRE valid (`validate()`), and every
+/// function inside `text`, the object's executable segment. Returns the
+/// section's header.
 pub fn check_section(
+    arch: Arch,
     section: &[u8],
     addr: u64,
     text: (u64, u64),
@@ -353,8 +357,8 @@ pub fn check_section(
     let decode = |e: sframe::Error| SectionError::Decode(e.name());
     let mut sec = sframe::Section::new(section, len32, addr).map_err(decode)?;
     let header = *sec.header();
-    if header.abi != sframe::Abi::Amd64 || header.fixed_ra_offset() != Some(-8) {
-        return Err(SectionError::NotAmd64);
+    if header.abi != arch.abi() || header.fixed_ra_offset() != arch.fixed_ra_offset() {
+        return Err(SectionError::OtherAbi(arch));
     }
     sec.validate().map_err(decode)?;
     for i in 0..header.num_fdes {
@@ -379,6 +383,7 @@ mod tests {
             build_id: None,
             has_sframe: false,
             eh_frame: EhFrameInput {
+                arch: Arch::X86_64,
                 data: eh,
                 addr: 0x8000,
                 eh_frame_hdr: None,

@@ -24,7 +24,7 @@ use sframe_synth::{elf, synthesize};
 
 const HELP: &str = "\
 sframe-synth: synthesize an SFrame V3 section from the .eh_frame of an
-x86_64 ELF executable or shared object built without SFrame.
+x86_64 or AArch64 ELF executable or shared object built without SFrame.
 
 Usage: sframe-synth [--cache DIR] [-o OUT] [--report] OBJECT...
        sframe-synth attach [--dry-run] [--report] OBJECT...
@@ -83,8 +83,8 @@ sframe_addr = 0), else one synthesized from .eh_frame as above
 One line per object on stdout: 'attached PATH (synthesized, N bytes)',
 '(own .sframe, N bytes)' or '(own .sframe + K functions from .eh_frame,
 N bytes)' ('would attach' with --dry-run), 'skipped
-PATH' (not an x86_64 ELF executable or shared object with one executable
-PT_LOAD, no .eh_frame, nothing encodable: the reason on stderr), 'failed
+PATH' (not an ELF executable or shared object of this machine's
+architecture with one executable PT_LOAD, no .eh_frame, nothing encodable: the reason on stderr), 'failed
 PATH: ERROR (ENAME); WHY'; then 'attach: N attached, M skipped, K
 failed'. After EINVAL (a kernel without UNWIND_USER_FILE_ATTACH) or EPERM
 the remaining objects are not tried. Every run attaches again: the kernel

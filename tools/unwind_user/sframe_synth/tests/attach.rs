@@ -11,7 +11,7 @@ use std::process::Command;
 
 use object::read::elf::ProgramHeader;
 use object::{Object, ObjectSection};
-use sframe_synth::{check_section, elf, synthesize, SectionError};
+use sframe_synth::{arch::Arch, check_section, elf, synthesize, SectionError};
 
 mod common;
 use common::{have, run, scratch, stderr, stdout};
@@ -107,7 +107,7 @@ fn own_sframe_is_attached_with_its_gaps_filled() {
     let own = l.sframe.unwrap();
     assert_eq!((own.data, own.addr), (bytes, addr));
     let text = l.exec_segments[0];
-    let h = check_section(bytes, addr, text).unwrap();
+    let h = check_section(Arch::X86_64, bytes, addr, text).unwrap();
     assert!(h.num_fdes >= 2, "{h:?}");
     // Without section headers PT_GNU_SFRAME is used: ld 2.40's runs past
     // the section, to the end of its PT_LOAD; the padding does not matter.
@@ -119,18 +119,21 @@ fn own_sframe_is_attached_with_its_gaps_filled() {
         .unwrap();
     let pt_bytes = pt.data(object::LittleEndian, &*data).unwrap();
     assert!(pt_bytes.starts_with(bytes));
-    assert_eq!(check_section(pt_bytes, addr, text).unwrap(), h);
+    assert_eq!(
+        check_section(Arch::X86_64, pt_bytes, addr, text).unwrap(),
+        h
+    );
     // Decoded at another address, its functions leave the text.
     assert!(matches!(
-        check_section(bytes, addr + 0x10_0000, text),
+        check_section(Arch::X86_64, bytes, addr + 0x10_0000, text),
         Err(SectionError::Outside { .. })
     ));
     assert!(matches!(
-        check_section(&bytes[..20], addr, text),
+        check_section(Arch::X86_64, &bytes[..20], addr, text),
         Err(SectionError::Decode(_))
     ));
     assert_eq!(
-        check_section(&vec![0; (64 << 20) + 1], addr, text),
+        check_section(Arch::X86_64, &vec![0; (64 << 20) + 1], addr, text),
         Err(SectionError::TooLarge((64 << 20) + 1))
     );
 

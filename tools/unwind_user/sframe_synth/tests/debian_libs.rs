@@ -3,6 +3,9 @@
 //! Round trip on Debian 12's own libraries (built without SFrame):
 //! synthesize, decode with the kernel's decoder (`rust/sframe`), and compare
 //! the row at every byte of every function with gimli's CFI row for it.
+//! The host's x86_64 libraries, and, where `SFRAME_SYNTH_ARM64_ROOT` names
+//! a directory Debian's arm64 packages were unpacked into (`dpkg-deb -x`;
+//! `make check-arm64` does), their AArch64 ones.
 //!
 //! The expected rows and the expected set of encodable functions are
 //! computed here from gimli's rows directly, independently of the
@@ -18,12 +21,52 @@
 use std::collections::BTreeMap;
 
 use gimli::{
-    BaseAddresses, CfaRule, CieOrFde, EhFrame, Encoding, EndianSlice, EvaluationResult, Expression,
-    LittleEndian, Location, Piece, RegisterRule, UnwindContext, UnwindSection, Value, X86_64,
+    AArch64, BaseAddresses, CfaRule, CieOrFde, EhFrame, Encoding, EndianSlice, EvaluationResult,
+    Expression, LittleEndian, Location, Piece, Register, RegisterRule, UnwindContext,
+    UnwindSection, Value, Vendor, X86_64,
 };
 use object::{Object, ObjectSection};
 use sframe::{Base, Error, PcType, RegRule, Section, Version};
 use sframe_synth::{elf, synthesize};
+
+const ARM64_LIBS: [&str; 5] = [
+    "lib/aarch64-linux-gnu/libc.so.6",
+    "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
+    "usr/lib/aarch64-linux-gnu/libstdc++.so.6",
+    "lib/aarch64-linux-gnu/libm.so.6",
+    "lib/aarch64-linux-gnu/libz.so.1",
+];
+
+/// The registers the oracle reads, by architecture (DWARF numbers).
+#[derive(Clone, Copy)]
+struct Regs {
+    sp: Register,
+    fp: Register,
+    ra: Register,
+    /// AArch64's RA_SIGN_STATE pseudo-register.
+    sign: Option<Register>,
+    /// Where every row must have the RA (x86_64: CFA - 8).
+    fixed_ra: Option<i64>,
+    vendor: Vendor,
+}
+
+const X86_64_REGS: Regs = Regs {
+    sp: X86_64::RSP,
+    fp: X86_64::RBP,
+    ra: X86_64::RA,
+    sign: None,
+    fixed_ra: Some(-8),
+    vendor: Vendor::Default,
+};
+
+const AARCH64_REGS: Regs = Regs {
+    sp: AArch64::SP,
+    fp: AArch64::X29,
+    ra: AArch64::X30,
+    sign: Some(AArch64::RA_SIGN_STATE),
+    fixed_ra: None,
+    vendor: Vendor::AArch64,
+};
 
 const LIBS: [&str; 5] = [
     "/lib/x86_64-linux-gnu/libc.so.6",
@@ -39,6 +82,9 @@ enum Expect {
     Frame {
         cfa_fp: bool,
         cfa_off: i64,
+        /// `None`: still in the link register.
+        ra_off: Option<i64>,
+        ra_signed: bool,
         fp_off: Option<i64>,
     },
     Outermost,
@@ -129,13 +175,16 @@ fn functions_of(f: &GimliFde) -> Vec<(u64, u64, bool)> {
     out
 }
 
-/// The oracle: gimli's rows, judged by the rule of the task (CFA = RSP/RBP
-/// + offset, RA at CFA-8 or undefined, RBP unchanged or at CFA + offset).
-fn gimli_fdes(path: &str, data: &[u8]) -> Vec<GimliFde> {
+/// The oracle: gimli's rows, judged by the rule of the task (the CFA at an
+/// offset from SP or FP; RA undefined, or at CFA-8 on x86_64, at an offset
+/// from the CFA or still in x30 on AArch64, signed or not; FP unchanged or
+/// at an offset from the CFA).
+fn gimli_fdes(path: &str, data: &[u8], regs: Regs) -> Vec<GimliFde> {
     let file = object::File::parse(data).unwrap();
     let sec = file.section_by_name(".eh_frame").unwrap();
     let mut eh = EhFrame::new(sec.data().unwrap(), LittleEndian);
     eh.set_address_size(8);
+    eh.set_vendor(regs.vendor);
     let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
     if let Some(s) = file.section_by_name(".eh_frame_hdr") {
         bases = bases.set_eh_frame_hdr(s.address());
@@ -157,8 +206,8 @@ fn gimli_fdes(path: &str, data: &[u8]) -> Vec<GimliFde> {
         let mut table = fde.rows(&eh, &bases, &mut ctx).unwrap();
         let mut rows = Some(Vec::new());
         while let Some(row) = table.next_row().unwrap() {
-            let ra = row.register(X86_64::RA);
-            let rbp = row.register(X86_64::RBP);
+            let ra = row.register(regs.ra);
+            let rbp = row.register(regs.fp);
             let rbp_kept = matches!(
                 rbp,
                 None | Some(RegisterRule::SameValue) | Some(RegisterRule::Undefined)
@@ -177,27 +226,36 @@ fn gimli_fdes(path: &str, data: &[u8]) -> Vec<GimliFde> {
             } else {
                 let cfa = match *row.cfa() {
                     CfaRule::RegisterAndOffset { register, offset }
-                        if register == X86_64::RSP || register == X86_64::RBP =>
+                        if register == regs.sp || register == regs.fp =>
                     {
-                        Some((register == X86_64::RBP, offset))
+                        Some((register == regs.fp, offset))
                     }
                     _ => None,
                 };
-                let fp = match row.register(X86_64::RBP) {
+                let fp = match rbp {
                     None | Some(RegisterRule::SameValue) | Some(RegisterRule::Undefined) => {
                         Some(None)
                     }
                     Some(RegisterRule::Offset(o)) => Some(Some(o)),
                     _ => None,
                 };
-                match (cfa, fp, ra) {
-                    (Some((cfa_fp, cfa_off)), Some(fp_off), Some(RegisterRule::Offset(-8))) => {
-                        Some(Expect::Frame {
-                            cfa_fp,
-                            cfa_off,
-                            fp_off,
-                        })
-                    }
+                let ra_off = match (ra, regs.fixed_ra) {
+                    (Some(RegisterRule::Offset(o)), Some(f)) if o == f => Some(Some(o)),
+                    (Some(RegisterRule::Offset(o)), None) if o != 0 => Some(Some(o)),
+                    (None | Some(RegisterRule::SameValue), None) => Some(None),
+                    _ => None,
+                };
+                let ra_signed = regs
+                    .sign
+                    .is_some_and(|r| row.register(r) == Some(RegisterRule::Constant(1)));
+                match (cfa, fp, ra_off) {
+                    (Some((cfa_fp, cfa_off)), Some(fp_off), Some(ra_off)) => Some(Expect::Frame {
+                        cfa_fp,
+                        cfa_off,
+                        ra_off,
+                        ra_signed,
+                        fp_off,
+                    }),
                     _ => None,
                 }
             };
@@ -206,7 +264,7 @@ fn gimli_fdes(path: &str, data: &[u8]) -> Vec<GimliFde> {
                 _ => rows = None,
             }
         }
-        assert_eq!(fde.cie().return_address_register(), X86_64::RA, "{path}");
+        assert_eq!(fde.cie().return_address_register(), regs.ra, "{path}");
         out.push(GimliFde {
             start: fde.initial_address(),
             len: fde.len(),
@@ -218,7 +276,7 @@ fn gimli_fdes(path: &str, data: &[u8]) -> Vec<GimliFde> {
     out
 }
 
-fn check_lib(path: &str) -> Option<String> {
+fn check_lib(path: &str, regs: Regs) -> Option<String> {
     let Ok(data) = std::fs::read(path) else {
         println!("note: {path} does not exist, skipped");
         return None;
@@ -235,10 +293,10 @@ fn check_lib(path: &str) -> Option<String> {
     let h = *sec.header();
     assert_eq!(h.version, Version::V3);
     assert!(h.fde_sorted() && h.func_start_pcrel());
-    assert_eq!(h.cfa_fixed_ra_offset, -8);
+    assert_eq!(h.fixed_ra_offset().map(i64::from), regs.fixed_ra);
     assert_eq!(h.cfa_fixed_fp_offset, 0);
 
-    let fdes = gimli_fdes(path, &data);
+    let fdes = gimli_fdes(path, &data, regs);
     let encodable: Vec<&GimliFde> = fdes
         .iter()
         .filter(|f| f.rows.is_some() && f.len > 0)
@@ -283,7 +341,7 @@ fn check_lib(path: &str) -> Option<String> {
                 assert_eq!(row.func_start, fs, "{path}: {pc:#x}");
                 assert_eq!(u64::from(row.func_size), fe - fs, "{path}: {pc:#x}");
                 assert_eq!(row.signal_frame, f.signal, "{path}: {pc:#x}");
-                let (cfa_fp, cfa_off, fp_off) = match e {
+                let (cfa_fp, cfa_off, ra_off, ra_signed, fp_off) = match e {
                     Expect::Outermost => {
                         assert!(row.outermost, "{path}: {pc:#x}");
                         continue;
@@ -291,8 +349,10 @@ fn check_lib(path: &str) -> Option<String> {
                     Expect::Frame {
                         cfa_fp,
                         cfa_off,
+                        ra_off,
+                        ra_signed,
                         fp_off,
-                    } => (*cfa_fp, *cfa_off, *fp_off),
+                    } => (*cfa_fp, *cfa_off, *ra_off, *ra_signed, *fp_off),
                     Expect::Plt(expr) => {
                         plt_bytes += 1;
                         // CFA - RSP, the same whatever RSP is.
@@ -300,7 +360,7 @@ fn check_lib(path: &str) -> Option<String> {
                         let cfa = evaluate_cfa(expr, f.encoding, rsp, pc);
                         let again = evaluate_cfa(expr, f.encoding, rsp + 0x1008, pc);
                         assert_eq!(again - cfa, 0x1008, "{path}: {pc:#x}");
-                        (false, (cfa - rsp) as i64, None)
+                        (false, (cfa - rsp) as i64, Some(-8), false, None)
                     }
                 };
                 assert!(!row.outermost, "{path}: {pc:#x}");
@@ -308,7 +368,12 @@ fn check_lib(path: &str) -> Option<String> {
                 assert_eq!(row.cfa.base, base, "{path}: {pc:#x}");
                 assert_eq!(i64::from(row.cfa.offset), cfa_off, "{path}: {pc:#x}");
                 assert!(!row.cfa.deref, "{path}: {pc:#x}");
-                assert_eq!(row.ra, RegRule::CfaOffset(-8), "{path}: {pc:#x}");
+                let ra = match ra_off {
+                    Some(o) => RegRule::CfaOffset(i32::try_from(o).unwrap()),
+                    None => RegRule::SameValue,
+                };
+                assert_eq!(row.ra, ra, "{path}: {pc:#x}");
+                assert_eq!(row.ra_mangled, ra_signed, "{path}: {pc:#x}");
                 let fp = match fp_off {
                     Some(o) => RegRule::CfaOffset(i32::try_from(o).unwrap()),
                     None => RegRule::SameValue,
@@ -353,9 +418,70 @@ fn check_lib(path: &str) -> Option<String> {
 fn debian_libraries_round_trip() {
     let mut report = String::new();
     for lib in LIBS {
-        if let Some(r) = check_lib(lib) {
+        if let Some(r) = check_lib(lib, X86_64_REGS) {
             report.push_str(&r);
         }
     }
     println!("{report}");
+}
+
+#[test]
+fn debian_arm64_libraries_round_trip() {
+    let Some(root) = std::env::var_os("SFRAME_SYNTH_ARM64_ROOT") else {
+        println!("note: SFRAME_SYNTH_ARM64_ROOT not set, skipped");
+        return;
+    };
+    let mut report = String::new();
+    for lib in ARM64_LIBS {
+        let path = std::path::Path::new(&root).join(lib);
+        if let Some(r) = check_lib(path.to_str().unwrap(), AARCH64_REGS) {
+            report.push_str(&r);
+        }
+    }
+    println!("{report}");
+}
+
+/// Code built with `-mbranch-protection=standard` (signed return
+/// addresses: `paciasp`, `.cfi_negate_ra_state`) by Debian's cross
+/// compiler, if it is installed (`make check-arm64` installs it): the same
+/// round trip, and some rows say the return address is signed.
+#[test]
+fn arm64_signed_return_addresses_round_trip() {
+    const CC: &str = "aarch64-linux-gnu-gcc";
+    let d = std::env::temp_dir().join(format!("sframe-synth-pac-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let src = d.join("pac.c");
+    std::fs::write(
+        &src,
+        "int leaf(int x) { return x * 3; }\n\
+         __attribute__((noinline)) int mid(int x) { return leaf(x) + 1; }\n\
+         int top(int (*f)(int), int x) { return f(mid(x)) + mid(x + 1); }\n",
+    )
+    .unwrap();
+    let so = d.join("libpac.so");
+    let built = std::process::Command::new(CC)
+        .args(["-O2", "-fPIC", "-shared", "-mbranch-protection=standard"])
+        .args(["-Wl,--build-id", "-o"])
+        .args([&so, &src])
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        println!("note: {CC} could not build {}, skipped", so.display());
+        return;
+    }
+    let path = so.to_str().unwrap();
+    println!("{}", check_lib(path, AARCH64_REGS).unwrap());
+    let data = std::fs::read(path).unwrap();
+    let syn = synthesize(&elf::read_elf(&data).unwrap()).unwrap();
+    let mut sec = Section::new(&syn.section[..], syn.section.len() as u32, 0).unwrap();
+    let mut signed = 0;
+    for i in 0..sec.num_fdes() {
+        let fde = sec.fde(i).unwrap();
+        sec.for_each_fre(&fde, |_, row| signed += usize::from(row.ra_mangled))
+            .unwrap();
+    }
+    assert!(
+        signed > 0,
+        "{path}: no row says the return address is signed"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
 }
