@@ -82,6 +82,8 @@ echo "check: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 			tail -20 "$LOGS/lint-$i.log" | sed 's/^/#   /'
 		fi
 	}
+	lint "kernel/unwind_user's modules import without a cycle (KUnit tests apart)" \
+		python3 "$REPO/harness/module-graph.py" "$REPO/kernel/unwind_user"
 	lint "rustfmt kernel/unwind_user" rustfmt --check --edition 2021 \
 		--config-path "$SRC/.rustfmt.toml" "$REPO"/kernel/unwind_user/*.rs
 	lint "cargo fmt rust/sframe" sh -c "cd '$REPO/rust/sframe' && cargo fmt --check"
