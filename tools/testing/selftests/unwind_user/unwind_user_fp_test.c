@@ -16,6 +16,10 @@
  * without the deferred unwinder's arm64 support takes them at sample time
  * instead.
  *
+ * On x86-64 the SFrame unwinder's walk at sample time can tell it saw a
+ * whole stack, and perf keeps such a stack at once instead of deferring
+ * it: there the stacks are checked wherever they come from.
+ *
  * The same program's stacks taken at sample time (the architecture's own
  * perf_callchain_user()) are printed beside them for comparison.
  */
