@@ -40,10 +40,9 @@
 #include <unistd.h>
 
 #include "../kselftest_harness.h"
-#include "unwind_user_test.h"
+#include "fp_chain.h"
 
 #define NMI_KNOB	"/sys/module/kernel/parameters/unwind_user_nmi_sframe"
-#define NOIPA		__attribute__((noipa))
 /* Samples of each new process: the first ones are the point. */
 #define FREQ		1000
 #define SPIN_SECONDS	0.2
@@ -55,39 +54,8 @@
 /* No section of this program to register: it has none, by design. */
 bool unwind_test_no_self_register = true;
 
-static volatile unsigned long sink;
-
-static NOIPA void fp_leaf(double seconds)
-{
-	double end = now_seconds() + seconds;
-
-	do {
-		for (int i = 0; i < 100000; i++)
-			sink = sink * 6364136223846793005ul + 1;
-	} while (now_seconds() < end);
-}
-
-static NOIPA void fp_mid(double seconds)
-{
-	fp_leaf(seconds);
-	sink++;
-}
-
-static NOIPA void fp_top(double seconds)
-{
-	fp_mid(seconds);
-	sink++;
-}
-
-static NOIPA void fp_work(void *arg)
-{
-	fp_top(*(double *)arg);
-	sink++;
-}
-
 static const char *const chain[] = {
-	"fp_leaf", "fp_mid", "fp_top", "fp_work",
-	"sample_stacks", "sample_stacks_sync",
+	FP_CHAIN, "sample_stacks", "sample_stacks_sync",
 };
 
 enum child_status {

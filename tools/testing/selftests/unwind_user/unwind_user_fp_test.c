@@ -31,9 +31,8 @@
 #endif
 
 #include "../kselftest_harness.h"
-#include "unwind_user_test.h"
+#include "fp_chain.h"
 
-#define NOIPA		__attribute__((noipa))
 #define FREQ		1000
 #define SPIN_SECONDS	1.0
 /* Fewer stacks in the chain than this says nothing. */
@@ -42,8 +41,6 @@
 
 /* No section of this program to register: it has none, by design. */
 bool unwind_test_no_self_register = true;
-
-static volatile unsigned long sink;
 
 /* The thread's CPU time, which the samples come every 1/FREQ s of. */
 static double cpu_seconds(void)
@@ -54,36 +51,8 @@ static double cpu_seconds(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static NOIPA void fp_leaf(double seconds)
-{
-	double end = cpu_seconds() + seconds;
-
-	do {
-		for (int i = 0; i < 100000; i++)
-			sink = sink * 6364136223846793005ul + 1;
-	} while (cpu_seconds() < end);
-}
-
-static NOIPA void fp_mid(double seconds)
-{
-	fp_leaf(seconds);
-	sink++;
-}
-
-static NOIPA void fp_top(double seconds)
-{
-	fp_mid(seconds);
-	sink++;
-}
-
-static NOIPA void fp_work(void *arg)
-{
-	fp_top(*(double *)arg);
-	sink++;
-}
-
 static const char *const chain[] = {
-	"fp_leaf", "fp_mid", "fp_top", "fp_work", "sample_stacks",
+	FP_CHAIN, "sample_stacks",
 };
 
 static struct stacks st;
@@ -109,6 +78,7 @@ TEST(deferred_stacks_reach_main)
 		SKIP(return, "no pointer authentication: nothing to strip");
 #endif
 	ASSERT_EQ(0, sym_init());
+	fp_clock = cpu_seconds;
 	/*
 	 * Rounds until enough stacks: a guest vCPU the host does not run
 	 * misses timer interrupts, and so samples.
