@@ -22,7 +22,7 @@ use gimli::{
 use sframe::MAX_FRES_PER_FDE;
 
 use crate::arch::Arch;
-use crate::encode::{CfaBase, Fre, Function, Rule};
+use crate::encode::{self, CfaBase, Fre, Function, Rule};
 
 /// Size of a lazy `.plt` entry on x86_64 (the block size of its PC-mask
 /// function).
@@ -192,20 +192,21 @@ impl std::error::Error for CfiError {}
 type Row = UnwindTableRow<usize>;
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
 
-/// Where the return address is, relative to the CFA: `None` if still in
-/// the link register. On x86_64 it must be at CFA - 8.
-fn ra_offset_of(arch: Arch, row: &Row) -> Result<Option<i32>, Reason> {
+/// Where the return address is, relative to the CFA (`None`: still in the
+/// link register), and whether it is signed, if the architecture's section
+/// can say it ([`encode::ra_expressible`]).
+fn ra_of(arch: Arch, row: &Row) -> Result<(Option<i32>, bool), Reason> {
     let at = match row.register(arch.ra()) {
         // AArch64: x30 not saved yet, or restored.
         None | Some(RegisterRule::SameValue) => None,
         Some(RegisterRule::Offset(o)) => Some(i32::try_from(o).map_err(|_| Reason::OffsetRange)?),
         Some(_) => return Err(Reason::RaRule),
     };
-    match arch.fixed_ra_offset() {
-        Some(fixed) if at != Some(fixed) => Err(Reason::RaRule),
-        // Saved at the CFA itself: the padding word says "not saved".
-        None if at == Some(0) => Err(Reason::RaRule),
-        _ => Ok(at),
+    let signed = arch.ra_signed(row);
+    if encode::ra_expressible(arch, at, signed) {
+        Ok((at, signed))
+    } else {
+        Err(Reason::RaRule)
     }
 }
 
@@ -245,11 +246,12 @@ pub fn rule_of(arch: Arch, row: &Row) -> Result<Rule, Reason> {
         }
         CfaRule::Expression(_) => return Err(Reason::CfaExpression),
     };
+    let (ra_offset, ra_signed) = ra_of(arch, row)?;
     Ok(Rule::Frame {
         cfa_base,
         cfa_offset,
-        ra_offset: ra_offset_of(arch, row)?,
-        ra_signed: arch.ra_signed(row),
+        ra_offset,
+        ra_signed,
         fp_offset: fp_offset_of(arch, row)?,
     })
 }
@@ -333,7 +335,7 @@ fn row_rule_of(
         .ok()
         .and_then(|e| plt_push_end(e, encoding))
         .ok_or(Reason::CfaExpression)?;
-    ra_offset_of(arch, row)?;
+    ra_of(arch, row)?;
     if fp_offset_of(arch, row)?.is_some() {
         return Err(Reason::FpRule);
     }

@@ -197,16 +197,11 @@ fn fre_spec(arch: Arch, fre: &Fre) -> FreSpec {
     }
 }
 
-/// Can a section for `arch` say the return address rule of `rule`?
-pub fn ra_expressible(arch: Arch, rule: &Rule) -> bool {
-    let Rule::Frame {
-        ra_offset,
-        ra_signed,
-        ..
-    } = *rule
-    else {
-        return true;
-    };
+/// Can a section for `arch` say a return address at CFA + `ra_offset`
+/// (`None`: in the link register), signed or not? AMD64's is at CFA - 8,
+/// unsigned, in every row; an AArch64 RA offset of 0 would read as the
+/// padding word.
+pub fn ra_expressible(arch: Arch, ra_offset: Option<i32>, ra_signed: bool) -> bool {
     match arch.fixed_ra_offset() {
         Some(fixed) => ra_offset == Some(fixed) && !ra_signed,
         None => ra_offset != Some(0),
@@ -233,8 +228,15 @@ fn check(arch: Arch, f: &Function) -> Result<(), EncodeError> {
             return Err(EncodeError::BadRowStart(f.start));
         }
         prev = Some(fre.start);
-        if !ra_expressible(arch, &fre.rule) {
-            return Err(EncodeError::RaRule(f.start));
+        if let Rule::Frame {
+            ra_offset,
+            ra_signed,
+            ..
+        } = fre.rule
+        {
+            if !ra_expressible(arch, ra_offset, ra_signed) {
+                return Err(EncodeError::RaRule(f.start));
+            }
         }
     }
     // The decoder adds the start, stored relative to its field, to the

@@ -57,14 +57,13 @@ fn rule_of(arch: Arch, row: &Row) -> Option<Rule> {
         RegRule::CfaOffset(off) => Some(off),
         _ => return None,
     };
-    let rule = Rule::Frame {
+    encode::ra_expressible(arch, ra_offset, row.ra_mangled).then_some(Rule::Frame {
         cfa_base,
         cfa_offset: row.cfa.offset,
         ra_offset,
         ra_signed: row.ra_mangled,
         fp_offset,
-    };
-    encode::ra_expressible(arch, &rule).then_some(rule)
+    })
 }
 
 /// Collects a section's functions and rows in the encoder's terms, for
