@@ -22,23 +22,19 @@ mkdir -p "$GUEST/selftests" "$LOGS/guest"
 
 echo "check-arm64: kernel source $(cat "$SRC/.debian-version"), logs in $LOGS"
 
-if [ ! -x "$DIR/busybox" ]; then
-	rm -rf "$DIR/debs" "$DIR/busybox-deb"
+# The guest's busybox and the libraries sframe-synth is checked on, in one
+# root; complete once its last file is there.
+if [ ! -e "$DIR/root/.unpacked" ]; then
+	rm -rf "$DIR/debs" "$DIR/root"
 	mkdir -p "$DIR/debs"
-	(cd "$DIR/debs" && apt-get download -q busybox-static:arm64)
-	dpkg-deb -x "$DIR"/debs/busybox-static_*_arm64.deb "$DIR/busybox-deb"
-	cp "$DIR/busybox-deb/bin/busybox" "$DIR/busybox"
+	(cd "$DIR/debs" && apt-get download -q busybox-static:arm64 libc6:arm64 \
+		libstdc++6:arm64 libgcc-s1:arm64 zlib1g:arm64)
+	for d in "$DIR"/debs/*.deb; do dpkg-deb -x "$d" "$DIR/root"; done
+	touch "$DIR/root/.unpacked"
 fi
 
 # sframe-synth on Debian's arm64 libraries and on code the cross compiler
 # builds with signed return addresses, against gimli's rows.
-if [ ! -e "$DIR/root/lib/aarch64-linux-gnu/libc.so.6" ]; then
-	rm -rf "$DIR/libdebs" "$DIR/root"
-	mkdir -p "$DIR/libdebs"
-	(cd "$DIR/libdebs" && apt-get download -q libc6:arm64 libstdc++6:arm64 \
-		libgcc-s1:arm64 zlib1g:arm64)
-	for d in "$DIR"/libdebs/*.deb; do dpkg-deb -x "$d" "$DIR/root"; done
-fi
 {
 	if (cd "$REPO/tools/unwind_user/sframe_synth" &&
 	    SFRAME_SYNTH_ARM64_ROOT=$DIR/root cargo test --release \
@@ -55,7 +51,7 @@ make -s -C "$SRC/tools/testing/selftests/unwind_user" "${CROSS[@]}" \
 	OUTPUT="$GUEST/selftests" KHDR_INCLUDES="-isystem $OUT/usr/include" \
 	"$GUEST/selftests/unwind_user_fp_test"
 
-GUEST_BUSYBOX=$DIR/busybox "$REPO/harness/mkinitramfs.sh" "$GUEST" "$GUEST/initramfs.cpio.gz"
+GUEST_BUSYBOX=$DIR/root/bin/busybox "$REPO/harness/mkinitramfs.sh" "$GUEST" "$GUEST/initramfs.cpio.gz"
 rc=0
 GUEST_ARCH=arm64 "$REPO/harness/run-guest.sh" "$OUT/arch/arm64/boot/Image" \
 	"$GUEST/initramfs.cpio.gz" "$LOGS/guest" test "$TIMEOUT" || rc=$?

@@ -21,7 +21,8 @@ SPLATS = [
     r"sleeping function called from invalid context", r"KASAN:", r"UBSAN:",
     r"kmemleak: .*new suspected memory leaks", r"rcu: INFO: rcu_.*stall",
     r"watchdog: BUG: soft lockup", r"INFO: task .* blocked for more than",
-    r"rust_kernel: panicked", r"Call Trace:", r"Call trace:",
+    # A backtrace's header: x86's "Call Trace:", arm64's "Call trace:".
+    r"rust_kernel: panicked", r"Call [Tt]race:",
 ]
 SPLAT = re.compile("|".join(SPLATS))
 STAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
@@ -30,6 +31,7 @@ STAMP = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 # Trace:" a few lines below is not a splat; anything else still is.
 ALLOC_FAILURE = re.compile(r": (vmalloc error: |page allocation failure: )")
 ALLOC_TRACE_LINES = 6
+CALL_TRACE = re.compile(r"Call [Tt]race:")
 
 
 class Suite:
@@ -165,7 +167,7 @@ def splats(console):
         if ALLOC_FAILURE.search(l):
             alloc_at = i
         elif SPLAT.search(l):
-            excused = (alloc_at is not None and "Call Trace:" in l
+            excused = (alloc_at is not None and CALL_TRACE.search(l)
                        and i - alloc_at <= ALLOC_TRACE_LINES)
             if not excused:
                 found.append(STAMP.sub("", l))
