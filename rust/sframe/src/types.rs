@@ -806,10 +806,12 @@ impl PackedFde {
 /// is validated, so that a lookup takes it as it is, with neither a read
 /// nor a decode of the FRE: 8 bytes, the FRE's start offset and the rules
 /// of the rows real code has (the CFA at an offset from SP or FP that fits
-/// 16 bits, in bytes or in 8-byte words (a stack frame of up to 256 KiB),
-/// the return address where the header's fixed offset puts it, not saved,
-/// or undefined; the frame pointer not saved or saved within 128 bytes of
-/// the CFA). A row that needs more packs as not decoded
+/// 16 bits, in bytes or in 8-byte words (a stack frame of up to 256 KiB);
+/// the return address where the header's fixed offset puts it (AArch64,
+/// which has none: at CFA - 8, or in the word above the saved frame
+/// pointer, as a frame record `{x29, x30}` keeps it), not saved, or
+/// undefined, signed or not; the frame pointer not saved or saved within
+/// 128 bytes of the CFA). A row that needs more packs as not decoded
 /// ([`PackedRow::is_decoded`]): its FRE must be read again. Built only by
 /// [`PackedRow::pack`]; [`PackedRow::find`] looks a PC up among a
 /// function's rows.
@@ -828,15 +830,28 @@ const ROW_DECODED: u8 = 1 << 0;
 const ROW_CFA_FP: u8 = 1 << 1;
 /// The caller's FP is saved at CFA + `fp_off` (else not saved).
 const ROW_FP_SAVED: u8 = 1 << 2;
-/// The return address is undefined (else see [`ROW_RA_SAME`]).
+/// Where the return address is, bits 3-4: one of the four below.
+const ROW_RA: u8 = 3 << 3;
+/// At the header's fixed offset from the CFA, or at CFA - 8 in a section
+/// that has none ([`default_ra_offset`]).
+const ROW_RA_DEFAULT: u8 = 0;
+/// Undefined: the outermost frame.
 const ROW_RA_UNDEFINED: u8 = 1 << 3;
-/// The return address is not saved (neither flag: at the header's fixed
-/// offset from the CFA).
-const ROW_RA_SAME: u8 = 1 << 4;
+/// Not saved.
+const ROW_RA_SAME: u8 = 2 << 3;
+/// In the word above the saved frame pointer, at CFA + `fp_off` + 8.
+const ROW_RA_ABOVE_FP: u8 = 3 << 3;
 /// The row marks the outermost frame.
 const ROW_OUTERMOST: u8 = 1 << 5;
 /// `cfa_off` counts 8-byte words (else bytes).
 const ROW_CFA_WORDS: u8 = 1 << 6;
+/// The return address is signed (AArch64's mangled RA).
+const ROW_RA_MANGLED: u8 = 1 << 7;
+
+/// Where [`ROW_RA_DEFAULT`] puts the return address, from the CFA.
+fn default_ra_offset(hdr: &Header) -> i32 {
+    hdr.fixed_ra_offset().unwrap_or(-8)
+}
 
 impl PackedRow {
     /// `row`, the row of the FRE starting at `start` of a function of a
@@ -866,33 +881,40 @@ impl PackedRow {
             },
             Err(_) => return undecoded,
         };
-        match row.ra {
-            RegRule::CfaOffset(off) if hdr.fixed_ra_offset() == Some(off) => {}
-            RegRule::Undefined => flags |= ROW_RA_UNDEFINED,
-            RegRule::SameValue => flags |= ROW_RA_SAME,
-            _ => return undecoded,
-        }
         let fp_off = match row.fp {
-            RegRule::SameValue => 0,
+            RegRule::SameValue => None,
             RegRule::CfaOffset(off) => match i8::try_from(off) {
                 Ok(off) => {
                     flags |= ROW_FP_SAVED;
-                    off
+                    Some(off)
                 }
                 Err(_) => return undecoded,
             },
             _ => return undecoded,
         };
+        let above_fp = fp_off.and_then(|off| i32::from(off).checked_add(8));
+        flags |= match row.ra {
+            RegRule::CfaOffset(off) if off == default_ra_offset(hdr) => ROW_RA_DEFAULT,
+            RegRule::CfaOffset(off) if hdr.fixed_ra_offset().is_none() && above_fp == Some(off) => {
+                ROW_RA_ABOVE_FP
+            }
+            RegRule::Undefined => ROW_RA_UNDEFINED,
+            RegRule::SameValue => ROW_RA_SAME,
+            _ => return undecoded,
+        };
         if row.outermost {
             flags |= ROW_OUTERMOST;
         }
-        if row.cfa.deref || row.ra_mangled {
+        if row.ra_mangled {
+            flags |= ROW_RA_MANGLED;
+        }
+        if row.cfa.deref {
             return undecoded;
         }
         PackedRow {
             start,
             cfa_off,
-            fp_off,
+            fp_off: fp_off.unwrap_or(0),
             flags,
         }
     }
@@ -918,12 +940,11 @@ impl PackedRow {
             return None;
         }
         let f = self.flags;
-        let ra = if f & ROW_RA_UNDEFINED != 0 {
-            RegRule::Undefined
-        } else if f & ROW_RA_SAME != 0 {
-            RegRule::SameValue
-        } else {
-            RegRule::CfaOffset(hdr.fixed_ra_offset()?)
+        let ra = match f & ROW_RA {
+            ROW_RA_UNDEFINED => RegRule::Undefined,
+            ROW_RA_SAME => RegRule::SameValue,
+            ROW_RA_ABOVE_FP => RegRule::CfaOffset(self.fp_offset()?.checked_add(8)?),
+            _ => RegRule::CfaOffset(default_ra_offset(hdr)),
         };
         Some(Row {
             cfa: CfaRule {
@@ -941,7 +962,7 @@ impl PackedRow {
                 .map_or(RegRule::SameValue, RegRule::CfaOffset),
             signal_frame: fde.signal_frame,
             outermost: f & ROW_OUTERMOST != 0,
-            ra_mangled: false,
+            ra_mangled: f & ROW_RA_MANGLED != 0,
             func_start: fde.func_start,
             func_size: fde.func_size,
             fre_start: self.start,

@@ -57,17 +57,21 @@ fn fits(hdr: &Header, row: &Row) -> bool {
     let cfa = matches!(row.cfa.base, Base::Sp | Base::Fp)
         && !row.cfa.deref
         && (i16::try_from(off).is_ok() || (off % 8 == 0 && i16::try_from(off / 8).is_ok()));
-    let ra = match row.ra {
-        RegRule::CfaOffset(off) => hdr.fixed_ra_offset() == Some(off),
-        RegRule::SameValue | RegRule::Undefined => true,
-        RegRule::Reg { .. } => false,
+    let ra = match (row.ra, hdr.fixed_ra_offset()) {
+        (RegRule::CfaOffset(off), Some(fixed)) => off == fixed,
+        // AArch64: at CFA - 8, or above the saved FP (a frame record).
+        (RegRule::CfaOffset(off), None) => {
+            off == -8 || matches!(row.fp, RegRule::CfaOffset(fp) if fp + 8 == off)
+        }
+        (RegRule::SameValue | RegRule::Undefined, _) => true,
+        (RegRule::Reg { .. }, _) => false,
     };
     let fp = match row.fp {
         RegRule::CfaOffset(off) => i8::try_from(off).is_ok(),
         RegRule::SameValue => true,
         _ => false,
     };
-    cfa && ra && fp && !row.ra_mangled
+    cfa && ra && fp
 }
 
 fn keep(sec: &mut Section<&[u8]>) -> Option<Keep> {
@@ -129,7 +133,8 @@ fn corpus_packed_lookups_match() {
     }
     println!("{pcs} PCs, {undecoded} with a row not decoded; {invalid} sections not valid");
     assert!(pcs > 100_000, "{pcs} PCs");
-    // Most rows real toolchains emit pack (the others: AArch64's, stack
+    // Most rows real toolchains emit pack (the others: AArch64's with the
+    // return address saved apart from the frame pointer, stack
     // realignment's, hand-written assembly's).
     assert!(undecoded * 50 < pcs, "{undecoded} of {pcs}");
 }
@@ -185,6 +190,48 @@ fn edge_rules_pack_or_say_so() {
     assert_eq!(outermost.ra, RegRule::Undefined);
 }
 
+/// AArch64 rows: the return address in the link register, at CFA - 8, in
+/// a frame record above the saved FP (signed or not) pack; saved
+/// anywhere else, they do not.
+#[test]
+fn aarch64_rows_pack_or_say_so() {
+    use sframe_encode::FRE_RA_MANGLED;
+    let fre = |i: u32, sp: bool, words: &[i32], mangled: bool| {
+        let mut f = FreSpec::new(i * 4, sp, words);
+        if mangled {
+            f.info |= FRE_RA_MANGLED;
+        }
+        f
+    };
+    let fres = vec![
+        // Entry: CFA = SP, x30 not saved.
+        fre(0, true, &[0], false),
+        // stp x29, x30, [sp, #-32]!: the record at the bottom, signed.
+        fre(1, true, &[32, -24, -32], true),
+        // mov x29, sp.
+        fre(2, false, &[32, -24, -32], true),
+        // A 16-byte frame: the record at CFA - 16, x30 at CFA - 8.
+        fre(3, true, &[16, -8, -16], false),
+        // x30 alone, at CFA - 16 (no frame pointer): not decoded.
+        fre(4, true, &[16, -16], false),
+        // x30 apart from x29: not decoded.
+        fre(5, true, &[48, -16, -32], false),
+    ];
+    let spec = SectionSpec {
+        fdes: vec![FdeSpec::new(0x1000, 0x40, fres)],
+        ..SectionSpec::new(Version::V2, Abi::Aarch64LittleEndian)
+    };
+    let bytes = spec.encode().unwrap();
+    let mut sec = Section::new(&bytes[..], bytes.len() as u32, spec.addr).unwrap();
+    let (pcs, undecoded) = compare(&mut sec).unwrap();
+    // Rows 4 and 5, and the function's bytes past them: 8 + 40 PCs.
+    assert_eq!(undecoded, 8 + 0x40 - 24, "of {pcs}");
+    let k = keep(&mut sec).unwrap();
+    let signed = k.rows[0][1].unpack(&k.hdr, &k.fdes[0]).unwrap();
+    assert_eq!(signed.ra, RegRule::CfaOffset(-24));
+    assert!(signed.ra_mangled);
+}
+
 #[test]
 fn rows_that_need_more_are_not_decoded() {
     let hdr = {
@@ -235,10 +282,6 @@ fn rows_that_need_more_are_not_decoded() {
                 offset: 8,
                 deref: true,
             },
-            ..plain
-        },
-        Row {
-            ra_mangled: true,
             ..plain
         },
     ];
