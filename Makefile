@@ -204,10 +204,12 @@ $(OUT_SD)/.config: $(TEST_CONFIG) harness/configs/vng.config harness/configs/sys
 		$(wildcard kernel/unwind_user/Kconfig) | apply
 	$(call kconfig,$(OUT_SD),$(TEST_CONFIG),$(KMAKE_SD),harness/configs/vng.config harness/configs/systemd.config,$(TEST_CONFIG) harness/configs/vng.config harness/configs/systemd.config)
 
-# The arm64 kernel: tinyconfig and harness/configs/arm64.config, with the
-# same series.
-$(OUT_ARM64)/.config: harness/configs/arm64.config | apply arm64-deps
-	$(call kconfig,$(OUT_ARM64),harness/configs/arm64.config,$(KMAKE_ARM64),,harness/configs/arm64.config)
+# The arm64 kernel: tinyconfig, harness/configs/arm64.config and what the
+# selftests need, with the same series.
+ARM64_CONFIG := harness/configs/arm64.config tools/testing/selftests/unwind_user/config
+
+$(OUT_ARM64)/.config: $(ARM64_CONFIG) $(wildcard kernel/unwind_user/Kconfig) | apply arm64-deps
+	$(call kconfig,$(OUT_ARM64),$(ARM64_CONFIG),$(KMAKE_ARM64),,$(ARM64_CONFIG))
 
 arm64-deps: deps
 	@harness/install-deps.sh arm64

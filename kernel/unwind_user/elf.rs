@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the program headers of an x86-64 ELF file say the unwinder needs:
-//! where its code is, and its own SFrame section (`PT_GNU_SFRAME`), if any.
+//! What the program headers of an ELF file of this architecture say the
+//! unwinder needs: where its code is, and its own SFrame section (`PT_GNU_SFRAME`), if any.
 //! The file is untrusted: every field is checked before use.
 
 use kernel::{
@@ -154,7 +154,7 @@ pub(crate) struct ElfLayout {
     pub(crate) sframe: Option<Segment>,
 }
 
-/// The layout of an x86-64 ELF64 executable or shared object whose bytes
+/// The layout of an [`EM_NATIVE`] ELF64 executable or shared object whose bytes
 /// `read(buf, pos)` reads; `ENOEXEC` for anything else, or for one whose
 /// executable code is not one `PT_LOAD` segment.
 pub(crate) fn layout(read: impl Fn(&mut [u8], u64) -> Result) -> Result<ElfLayout> {
@@ -179,8 +179,15 @@ pub(crate) fn layout_in(bytes: &[u8]) -> Result<ElfLayout> {
     parse(bytes.get(start..start.saturating_add(len)).ok_or(EAGAIN)?)
 }
 
+/// The ELF machine of the code the unwinder describes: the kernel's own
+/// (the 64-bit one; compat tasks are not unwound with sections).
+#[cfg(target_arch = "x86_64")]
+const EM_NATIVE: u32 = bindings::EM_X86_64;
+#[cfg(target_arch = "aarch64")]
+const EM_NATIVE: u32 = bindings::EM_AARCH64;
+
 /// How many bytes of program headers the ELF header `e` says its file has;
-/// `ENOEXEC` unless it is an x86-64 ELF64 executable or shared object
+/// `ENOEXEC` unless it is an [`EM_NATIVE`] ELF64 executable or shared object
 /// with at most [`MAX_PHDRS`] of them.
 fn phdrs_len(e: &bindings::elf64_hdr) -> Result<usize> {
     let ident_ok = e.e_ident.get(..4) == bindings::ELFMAG.get(..4)
@@ -189,7 +196,7 @@ fn phdrs_len(e: &bindings::elf64_hdr) -> Result<usize> {
     let phnum = usize::from(e.e_phnum);
     if !ident_ok
         || !(e.e_type == bindings::ET_EXEC as u16 || e.e_type == bindings::ET_DYN as u16)
-        || e.e_machine != bindings::EM_X86_64 as u16
+        || u32::from(e.e_machine) != EM_NATIVE
         || usize::from(e.e_phentsize) != size_of::<bindings::elf64_phdr>()
         || phnum == 0
         || phnum > MAX_PHDRS

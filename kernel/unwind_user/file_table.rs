@@ -352,8 +352,8 @@ fn read_at(file: &LocalFile, how: FileRead, buf: &mut [u8], pos: u64) -> Result 
     }
 }
 
-/// The one executable `PT_LOAD` segment of `file`, an x86-64 ELF64
-/// executable or shared object; `ENOEXEC` for anything else.
+/// The one executable `PT_LOAD` segment of `file`, an ELF64 executable or
+/// shared object of this architecture; `ENOEXEC` for anything else.
 fn text_segment(file: &LocalFile) -> Result<Segment> {
     elf::layout(|buf, pos| read_at(file, FileRead::Given, buf, pos)).map(|l| l.text)
 }
@@ -1496,8 +1496,8 @@ pub(crate) fn attach_mapping(mm: &LockedMm<'_>, vma: &VmaRef, in_exec: bool) {
 /// in its first page and the page cache holds that page, as it does for
 /// a file exec or the dynamic loader just read them from: no read, no
 /// sleep, with the mmap write lock held. `false` only for a file that is
-/// not an x86-64 ELF object the unwinder describes, or one with no
-/// `PT_GNU_SFRAME`, whose code only an agent's table can describe. This
+/// not an ELF object of this architecture, or one with no `PT_GNU_SFRAME`,
+/// whose code only an agent's table can describe. This
 /// CPU remembers the judgement for `inode`, the file's, until its
 /// contents change (`unwind_user_file_judged()`), so that the libraries
 /// every process maps are judged once.

@@ -30,9 +30,8 @@ use crate::{
     mmap_lock::LockedMm,
     rule_cache::{Cached, RuleCache, GEN_COUNT, GEN_REGISTERED},
     section::{Answer, KnownRow, Section, SectionTable},
-    word::{read_once, write_once, NoPreempt},
+    word::{read_acquire, read_once, write_once, NoPreempt},
 };
-use core::sync::atomic::{compiler_fence, Ordering};
 use kernel::{
     alloc::{KBox, KVVec},
     bindings,
@@ -428,9 +427,7 @@ impl SframeMm {
     /// [`gen`](Self::gen) is.
     #[inline(always)]
     fn table_ptr(&self) -> *mut Table {
-        let t = read_once(&self.table);
-        compiler_fence(Ordering::Acquire);
-        t
+        read_acquire(&self.table)
     }
 
     /// [`table`](Self::table), for a reader with preemption off: since
@@ -455,12 +452,9 @@ impl SframeMm {
     /// The generation word now.
     #[inline(always)]
     pub(crate) fn gen(&self) -> u64 {
-        // `smp_load_acquire()`, in line (every uncached step reads it three
-        // times): x86-64 orders a load before any later load or store, so
-        // a compiler barrier after `READ_ONCE()` is all an acquire needs.
-        let gen = read_once(&self.gen);
-        compiler_fence(Ordering::Acquire);
-        gen
+        // `smp_load_acquire()`, in line: every uncached step reads it three
+        // times.
+        read_acquire(&self.gen)
     }
 
     /// Starts a new generation, with `registered` (`None`: as it was): no

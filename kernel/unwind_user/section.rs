@@ -318,7 +318,9 @@ pub(crate) mod fixtures {
 
     /// A V2 section at 0x10000 (`sframe_addr`) for one function at
     /// 0x11000, 0x20 bytes: entry, after `push %rbp`, after
-    /// `mov %rsp,%rbp`, at `ret`.
+    /// `mov %rsp,%rbp`, at `ret`. Written by `rust/sframe/encode`, as are
+    /// the others.
+    #[cfg(target_arch = "x86_64")]
     #[rustfmt::skip]
     pub(crate) const TEST_SECTION: [u8; 62] = [
         0xe2, 0xde, 2, 1,
@@ -335,8 +337,8 @@ pub(crate) mod fixtures {
     /// A V3 section at 0x10000: [`TEST_SECTION`]'s function at 0x11000,
     /// then a signal trampoline at 0x11020, 0x10 bytes (the FDE's
     /// signal-frame bit), whose one row (CFA = SP + 8) would be a usual
-    /// one in any other function. Written by `rust/sframe/encode`
-    /// (`FdeSpec::new()`, `FDE_SIGNAL_FRAME`).
+    /// one in any other function (`FdeSpec::new()`, `FDE_SIGNAL_FRAME`).
+    #[cfg(target_arch = "x86_64")]
     #[rustfmt::skip]
     pub(crate) const TEST_SECTION_V3_SIGNAL: [u8; 87] = [
         0xe2, 0xde, 3, 5,
@@ -352,6 +354,42 @@ pub(crate) mod fixtures {
         0x1f, 0x03, 0x08,
         1, 0, 0x80, 0, 0,
         0x00, 0x03, 0x08,
+    ];
+
+    /// [`TEST_SECTION`] in the AArch64 ABI: the same rows, each saying
+    /// that the return address is at CFA - 8 (AArch64 has no fixed
+    /// place for it), so that the tests expect the same frames.
+    #[cfg(target_arch = "aarch64")]
+    #[rustfmt::skip]
+    pub(crate) const TEST_SECTION: [u8; 66] = [
+        0xe2, 0xde, 2, 1,
+        2, 0, 0, 0,
+        1, 0, 0, 0, 4, 0, 0, 0, 18, 0, 0, 0,
+        0, 0, 0, 0, 20, 0, 0, 0,
+        0x00, 0x10, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,
+        0x00, 0x05, 0x08, 0xf8,
+        0x01, 0x07, 0x10, 0xf8, 0xf0,
+        0x04, 0x06, 0x10, 0xf8, 0xf0,
+        0x1f, 0x05, 0x08, 0xf8,
+    ];
+
+    /// [`TEST_SECTION_V3_SIGNAL`] in the AArch64 ABI, as above.
+    #[cfg(target_arch = "aarch64")]
+    #[rustfmt::skip]
+    pub(crate) const TEST_SECTION_V3_SIGNAL: [u8; 92] = [
+        0xe2, 0xde, 3, 5,
+        2, 0, 0, 0,
+        2, 0, 0, 0, 5, 0, 0, 0, 0x20, 0, 0, 0,
+        0, 0, 0, 0, 32, 0, 0, 0,
+        0xe4, 0x0f, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0,
+        0xf4, 0x0f, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0x17, 0, 0, 0,
+        4, 0, 0x00, 0, 0,
+        0x00, 0x05, 0x08, 0xf8,
+        0x01, 0x07, 0x10, 0xf8, 0xf0,
+        0x04, 0x06, 0x10, 0xf8, 0xf0,
+        0x1f, 0x05, 0x08, 0xf8,
+        1, 0, 0x80, 0, 0,
+        0x00, 0x05, 0x08, 0xf8,
     ];
 
     /// The header of [`TEST_SECTION`].

@@ -192,7 +192,7 @@ enum Tables {
 /// resident, which the deferred unwind can read: `EFAULT`, and the walk
 /// ends there as incomplete.
 fn at_sigreturn(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result<bool> {
-    match mem.read::<9>(state.ip) {
+    match mem.read::<{ RT_SIGRETURN.len() }>(state.ip) {
         Ok(code) => Ok(code == RT_SIGRETURN),
         Err(_) if !state.nofault => Ok(false),
         Err(e) => {

@@ -125,7 +125,7 @@ fn nofault_walk(entries: &mut [c_ulong]) -> Result<usize> {
     // SAFETY: The current task's registers at its kernel entry.
     let regs = unsafe { bindings::task_pt_regs(Task::current_raw()) };
     // SAFETY: `regs` is valid; entries[0] is the start IP, as perf stores it.
-    let ip = unsafe { (*regs).ip };
+    let ip = unsafe { bindings::instruction_pointer(regs) };
     let (first, rest) = entries.split_first_mut().ok_or(EINVAL)?;
     *first = ip as c_ulong;
     let mut f = Frames {

@@ -8,7 +8,6 @@
 use kernel::{
     bindings,
     error::code::EFAULT,
-    ffi::c_ulong,
     prelude::*,
     uaccess::{UserPtr, UserSlice},
 };
@@ -22,13 +21,30 @@ pub(crate) fn killed() -> bool {
     unsafe { bindings::fatal_signal_pending(kernel::task::Task::current_raw()) != 0 }
 }
 
+/// Fills `buf` from the current task's memory at `addr` if every byte is
+/// resident, in any context: `copy_from_user_nmi()` on x86, which checks
+/// the range and never faults; elsewhere `copy_from_user_nofault()`, the
+/// same with page faults disabled around the copy.
+#[inline(always)]
+fn copy_nofault(addr: usize, buf: &mut [u8]) -> bool {
+    let src = UserPtr::from_addr(addr).as_const_ptr();
+    // SAFETY: `buf` is valid for `buf.len()` bytes of writes; the function
+    // checks the user range and never faults.
+    #[cfg(target_arch = "x86_64")]
+    let left = unsafe { bindings::copy_from_user_nmi(buf.as_mut_ptr().cast(), src, buf.len()) };
+    // SAFETY: As above.
+    #[cfg(not(target_arch = "x86_64"))]
+    let left = unsafe { bindings::copy_from_user_nofault(buf.as_mut_ptr().cast(), src, buf.len()) };
+    left == 0
+}
+
 /// How the current task's memory is read: one unwinder, two readers.
 #[derive(Clone, Copy)]
 pub(crate) enum UserMem {
     /// `copy_from_user()`: may fault pages in and sleep; task context (the
     /// deferred unwind at return to user space, registration).
     Faultable,
-    /// `copy_from_user_nmi()`: fails instead of faulting; NMI or IRQ time
+    /// [`copy_nofault`]: fails instead of faulting; NMI or IRQ time
     /// (`perf_callchain_user()`).
     NoFault,
 }
@@ -40,17 +56,9 @@ impl UserMem {
         // copy that cannot fault first, in both contexts. It also skips
         // might_fault()'s checks, which debug kernels make costly on every
         // one of the dozen small reads of a lookup.
-        // SAFETY: `buf` is valid for `buf.len()` bytes of writes; the
-        // function checks the user range and never faults.
-        let left = unsafe {
-            bindings::copy_from_user_nmi(
-                buf.as_mut_ptr().cast(),
-                UserPtr::from_addr(addr).as_const_ptr(),
-                buf.len() as c_ulong,
-            )
-        };
+        let resident = copy_nofault(addr, buf);
         match self {
-            _ if left == 0 => Ok(()),
+            _ if resident => Ok(()),
             UserMem::Faultable => UserSlice::new(UserPtr::from_addr(addr), buf.len())
                 .reader()
                 .read_slice(buf),

@@ -319,9 +319,10 @@ impl UsualRows {
     /// The usual rows of a section with `header`, functions `packed`
     /// (sorted by start, relative to the text), whose rows are `rows`,
     /// the first of function `i` at `row_first[i]`, and whose text is
-    /// `code`. None if the section puts the return address anywhere but
+    /// `code`. None if the section puts every return address anywhere but
     /// at CFA - 8 (the rule cache's only place), or if its text is 4 GiB
-    /// or larger.
+    /// or larger. (A section with no fixed place, AArch64's, says where in
+    /// each row: a row with it elsewhere takes the full lookup.)
     pub(crate) fn build(
         header: &sframe::Header,
         packed: &[sframe::PackedFde],
@@ -329,7 +330,7 @@ impl UsualRows {
         rows: &[sframe::PackedRow],
         code: &mut TextCode<impl FnMut(&mut [u8], u64) -> Result>,
     ) -> Result<UsualRows> {
-        if header.fixed_ra_offset() != Some(-8)
+        if !matches!(header.fixed_ra_offset(), Some(-8) | None)
             || row_first.len() != packed.len()
             || code.len > u64::from(u32::MAX)
         {

@@ -79,7 +79,12 @@ fn open<R: sframe::Reader>(
     match hdr.abi {
         // x86-64 `call` pushes the return address just below the CFA; a
         // section that says otherwise is not for this ABI.
+        #[cfg(target_arch = "x86_64")]
         sframe::Abi::Amd64 if hdr.fixed_ra_offset() == Some(-8) => Ok(sec),
+        // AArch64's `bl` leaves it in x30, which each row says where the
+        // function saved, if it did: there is no fixed offset.
+        #[cfg(target_arch = "aarch64")]
+        sframe::Abi::Aarch64LittleEndian if hdr.fixed_ra_offset().is_none() => Ok(sec),
         abi => Err(sframe::Error::UnsupportedAbi(abi.raw())),
     }
 }

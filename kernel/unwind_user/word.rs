@@ -11,8 +11,10 @@ use kernel::{
     sync::atomic::{Atomic, AtomicType},
 };
 
-// `read_once()` and `write_once()` rely on x86-64's memory model.
-const _: () = assert!(cfg!(target_arch = "x86_64"));
+// The unwinder builds for x86-64 and arm64 (Kconfig), where an aligned
+// load or store of at most 8 bytes is single-copy atomic: what
+// `read_once()` and `write_once()` rely on.
+const _: () = assert!(cfg!(any(target_arch = "x86_64", target_arch = "aarch64")));
 
 /// Reads `a` as `READ_ONCE()` does, in line. [`Atomic::load`] calls an
 /// out-of-line C helper (`atomic64_read()`, `atomic_ptr_read()`, ...), and
@@ -22,44 +24,83 @@ const _: () = assert!(cfg!(target_arch = "x86_64"));
 pub(crate) fn read_once<T: AtomicType>(a: &Atomic<T>) -> T {
     // SAFETY: `a.as_ptr()` is valid and aligned for a `T` as long as `a`
     // lives, and holds a valid `T` (`Atomic` stores only `T`s). A `T` is
-    // the size of its representation, an integer of at most 8 bytes. The
-    // unwinder builds for x86-64 only (Kconfig), where an aligned volatile
-    // load of at most 8 bytes is one `mov`, atomic against every writer of
-    // the word, which writes it whole (`write_once()`, `Atomic::store()`,
-    // `xchg()` and `cmpxchg()`): this is `READ_ONCE()`, as in
-    // `File::flags()`.
+    // the size of its representation, an integer of at most 8 bytes. On
+    // x86-64 and arm64 an aligned volatile load of at most 8 bytes is one
+    // `mov` or `ldr`, atomic against every writer of the word, which writes
+    // it whole (`write_once()`, `Atomic::store()`, `xchg()` and
+    // `cmpxchg()`): this is `READ_ONCE()`, as in `File::flags()`.
     unsafe { a.as_ptr().read_volatile() }
+}
+
+/// Reads `a` as `smp_load_acquire()` does, in line (see [`read_once`]): no
+/// later load or store of this CPU is ordered before it.
+#[inline(always)]
+pub(crate) fn read_acquire<T: AtomicType>(a: &Atomic<T>) -> T {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // x86-64 orders a load before any later load or store: a compiler
+        // barrier after `READ_ONCE()` is all an acquire needs.
+        let v = read_once(a);
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::Acquire);
+        v
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        const { assert!(size_of::<T>() == 8) };
+        let v: u64;
+        // SAFETY: `a.as_ptr()` is valid and aligned for a `T`, 8 bytes (the
+        // assertion above), as long as `a` lives. `ldar` is a single-copy
+        // atomic load-acquire, as `smp_load_acquire()` of 8 bytes is on
+        // arm64. The asm may read and write any memory (no `readonly` or
+        // `nomem`), so the compiler moves no access across it either.
+        unsafe {
+            kernel::asm!(
+                "ldar {v}, [{p}]";
+                v = out(reg) v,
+                p = in(reg) a.as_ptr(),
+                options(nostack, preserves_flags)
+            );
+        }
+        // SAFETY: `v` is the 8 bytes of a `T` that `a` held (`Atomic`
+        // stores only `T`s), and a `T` is 8 bytes.
+        unsafe { core::mem::transmute_copy(&v) }
+    }
 }
 
 /// Stores `v` in `a` as `WRITE_ONCE()` does, in line (see [`read_once`]).
 #[inline(always)]
 pub(crate) fn write_once(a: &Atomic<u64>, v: u64) {
     // SAFETY: As in `read_once()`: an aligned 8-byte volatile store is one
-    // `mov` on x86-64, which readers on any CPU see whole or not at all.
+    // `mov` or `str`, which readers on any CPU see whole or not at all.
     unsafe { a.as_ptr().write_volatile(v) }
 }
 
-/// Swaps `v` into `a` and returns what `a` held, as `xchg()` does, in
-/// line, and so a full memory barrier (see [`read_once`] for why not
-/// [`Atomic::xchg`]).
+/// Swaps `v` into `a` and returns what `a` held, as `xchg()` does, and so
+/// a full memory barrier: in line on x86-64 (see [`read_once`] for why
+/// not [`Atomic::xchg`]).
 #[inline(always)]
 pub(crate) fn xchg_full(a: &Atomic<u64>, v: u64) -> u64 {
-    let mut v = v;
-    // SAFETY: `a.as_ptr()` is valid and aligned for a `u64` as long as `a`
-    // lives. On x86-64 (see `read_once()`), `xchg` with a memory operand is
-    // locked: atomic against every other access of the word, and a full
-    // barrier, as the kernel's `xchg()` is. It changes no flag. The asm
-    // may read and write any memory, so the compiler orders every access
-    // around it as well.
-    unsafe {
-        kernel::asm!(
-            "xchg {v}, ({p})";
-            v = inout(reg) v,
-            p = in(reg) a.as_ptr(),
-            options(nostack, preserves_flags)
-        );
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut v = v;
+        // SAFETY: `a.as_ptr()` is valid and aligned for a `u64` as long as
+        // `a` lives. On x86-64, `xchg` with a memory operand is locked:
+        // atomic against every other access of the word, and a full
+        // barrier, as the kernel's `xchg()` is. It changes no flag. The asm
+        // may read and write any memory, so the compiler orders every
+        // access around it as well.
+        unsafe {
+            kernel::asm!(
+                "xchg {v}, ({p})";
+                v = inout(reg) v,
+                p = in(reg) a.as_ptr(),
+                options(nostack, preserves_flags)
+            );
+        }
+        v
     }
-    v
+    #[cfg(not(target_arch = "x86_64"))]
+    a.xchg(v, kernel::sync::atomic::Full)
 }
 
 /// Bits `shift..shift + width` of a 64-bit word: one field of a word that

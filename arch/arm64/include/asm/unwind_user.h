@@ -42,6 +42,8 @@ static inline unsigned long unwind_user_strip_ra(unsigned long ra)
 	.fp_off		= -2 * (ws),			\
 	.use_fp		= true,
 
+#define unwind_user_fp_cfa_is_sp false
+
 #endif /* CONFIG_HAVE_UNWIND_USER_FP */
 
 #endif /* _ASM_ARM64_UNWIND_USER_H */
