@@ -6,11 +6,12 @@
 # virt -cpu max, running the kselftests built for arm64 by Debian's cross
 # compiler; then one summary.
 #
-# The arm64 kernel has what the series gives arm64 so far: the deferred
-# user unwinder's frame-pointer type. The tests are those that need no
-# more: unwind_user_fp_test. The guest's busybox and the libraries are
-# Debian's arm64 builds, downloaded from the archive and unpacked, not
-# installed.
+# The arm64 kernel has the SFrame unwinder and KUnit (which runs at boot);
+# the selftests are those the selftests' Makefile builds for arm64 (all
+# but the two whose code under test is x86's), with SFrame V1 from
+# Debian's cross binutils (2.40). The guest's busybox and the libraries
+# (the dynamic tests' libc) are Debian's arm64 builds, downloaded from
+# the archive and unpacked, not installed.
 #
 # Usage: check-arm64.sh REPO KBUILD_DIR OUT DIR TIMEOUT
 set -euo pipefail
@@ -48,10 +49,10 @@ fi
 make -s -C "$SRC" O="$OUT" "${CROSS[@]}" headers_install \
 	INSTALL_HDR_PATH="$OUT/usr" >/dev/null
 make -s -C "$SRC/tools/testing/selftests/unwind_user" "${CROSS[@]}" \
-	OUTPUT="$GUEST/selftests" KHDR_INCLUDES="-isystem $OUT/usr/include" \
-	"$GUEST/selftests/unwind_user_fp_test"
+	OUTPUT="$GUEST/selftests" KHDR_INCLUDES="-isystem $OUT/usr/include" all
 
-GUEST_BUSYBOX=$DIR/root/bin/busybox "$REPO/harness/mkinitramfs.sh" "$GUEST" "$GUEST/initramfs.cpio.gz"
+GUEST_BUSYBOX=$DIR/root/bin/busybox GUEST_SYSROOT=$DIR/root \
+	"$REPO/harness/mkinitramfs.sh" "$GUEST" "$GUEST/initramfs.cpio.gz"
 rc=0
 GUEST_ARCH=arm64 "$REPO/harness/run-guest.sh" "$OUT/arch/arm64/boot/Image" \
 	"$GUEST/initramfs.cpio.gz" "$LOGS/guest" test "$TIMEOUT" || rc=$?

@@ -18,6 +18,12 @@ chmod 755 "$ROOT/init"
 if [ -d "$GUEST/selftests" ]; then
 	cp -a "$GUEST/selftests/." "$ROOT/selftests/"
 fi
+# Another architecture's programs (make check-arm64) get their libraries
+# from GUEST_SYSROOT, an unpacked root of that architecture's libc: the
+# host's ldd cannot tell what they need.
+if [ -n "${GUEST_SYSROOT:-}" ]; then
+	cp -a "$GUEST_SYSROOT/lib" "$ROOT/"
+fi
 # Dynamically linked programs (and the libraries they dlopen, listed in
 # selftests/extra-libs, one path a line) get their shared libraries from
 # the host, at the same paths.

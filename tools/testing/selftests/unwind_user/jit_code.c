@@ -9,10 +9,96 @@
 #include "jit_code.h"
 #include "unwind_user_test.h"
 
+static const char *const fn_name[JIT_NR_FUNCS] = { "jit_a", "jit_b", "jit_c" };
+
+#ifdef __aarch64__
+/* Offsets of the functions in the code page; the page start is not code. */
+static const uint32_t fn_off[JIT_NR_FUNCS] = { 0x100, 0x120, 0x150 };
+static const uint32_t fn_size[JIT_NR_FUNCS] = { JIT_A_SIZE, 0x2c, JIT_C_SIZE };
+
+/* Rows; offsets refer to the code generated below. */
+static const struct sfg_fre rows_a[] = {
+	SFG_SP(0x00, 0),			/* str x30,[sp,#-16]! */
+	SFG_SP_RA(0x04, 16, -16),		/* body */
+	SFG_SP(0x1c, 0),			/* ret */
+};
+
+static const struct sfg_fre rows_b[] = {
+	SFG_SP(0x00, 0),			/* stp x29,x30,[sp,#-32]! */
+	SFG_SP_RA_FP(JIT_B_ROW1, 32, -24, -32),	/* mov x29,sp */
+	SFG_FP_RA(JIT_B_ROW2, 32, -24, -32),	/* body, up to the ldp */
+	SFG_SP(0x28, 0),			/* ret */
+};
+
+static const struct sfg_fre rows_c[] = {
+	SFG_SP(0x00, 0),			/* stp x19,x30,[sp,#-16]! */
+	SFG_SP_RA(0x04, 16, -8),		/* body */
+	SFG_SP(0x20, 0),			/* ret */
+};
+
+static uint8_t *emit32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+	return p + 4;
+}
+
+/* mov w9,#loops; 1: subs w9,w9,#1; b.ne 1b */
+static uint8_t *emit_spin(uint8_t *p, uint32_t loops)
+{
+	loops = loops ? loops : 1;
+	p = emit32(p, 0x52800009 | (loops & 0xffff) << 5);	/* movz w9 */
+	p = emit32(p, 0x72a00009 | (loops >> 16) << 5);		/* movk w9, lsl 16 */
+	p = emit32(p, 0x71000529);				/* subs w9,w9,#1 */
+	return emit32(p, 0x54ffffe1);				/* b.ne .-4 */
+}
+
+/* bl @to; @p is where the instruction goes. */
+static uint8_t *emit_call(uint8_t *p, const uint8_t *to)
+{
+	return emit32(p, 0x94000000 | ((uint32_t)((to - p) / 4) & 0x3ffffff));
+}
+
+static void gen_code(struct jit *j, void (*callback)(void), uint32_t loops)
+{
+	uint8_t *a = j->text + fn_off[JIT_A];
+	uint8_t *b = j->text + fn_off[JIT_B];
+	uint8_t *c = j->text + fn_off[JIT_C];
+	uint64_t cb = (uint64_t)(uintptr_t)callback;
+	uint8_t *p;
+	size_t i;
+
+	for (i = 0; i < j->page; i += 4)	/* brk #0 everywhere else */
+		emit32(j->text + i, 0xd4200000);
+
+	p = emit32(a, 0xf81f0ffe);		/* str x30,[sp,#-16]! */
+	p = emit_spin(p, loops);
+	p = emit_call(p, b);
+	p = emit32(p, 0xf84107fe);		/* ldr x30,[sp],#16 */
+	emit32(p, 0xd65f03c0);			/* ret */
+
+	p = emit32(b, 0xa9be7bfd);		/* stp x29,x30,[sp,#-32]! */
+	p = emit32(p, 0x910003fd);		/* mov x29,sp */
+	p = emit32(p, 0xd10043ff);		/* sub sp,sp,#16 */
+	p = emit_spin(p, loops);
+	p = emit_call(p, c);
+	p = emit32(p, 0x910003bf);		/* mov sp,x29 */
+	p = emit32(p, 0xa8c27bfd);		/* ldp x29,x30,[sp],#32 */
+	emit32(p, 0xd65f03c0);			/* ret */
+
+	p = emit32(c, 0xa9bf7bf3);		/* stp x19,x30,[sp,#-16]! */
+	p = emit_spin(p, loops);
+	p = emit32(p, 0x58000000 | 5 << 5 | 16);	/* ldr x16,.+20 */
+	p = emit32(p, 0xd63f0200);		/* blr x16 */
+	p = emit32(p, 0xa8c17bf3);		/* ldp x19,x30,[sp],#16 */
+	emit32(p, 0xd65f03c0);			/* ret */
+	memcpy(c + 0x28, &cb, 8);		/* the literal */
+
+	__builtin___clear_cache((char *)j->text, (char *)j->text + j->page);
+}
+#else
 /* Offsets of the functions in the code page; the page start is not code. */
 static const uint32_t fn_off[JIT_NR_FUNCS] = { 0x100, 0x120, 0x140 };
-static const uint32_t fn_size[JIT_NR_FUNCS] = { 0x17, 0x18, 0x18 };
-static const char *const fn_name[JIT_NR_FUNCS] = { "jit_a", "jit_b", "jit_c" };
+static const uint32_t fn_size[JIT_NR_FUNCS] = { JIT_A_SIZE, 0x18, JIT_C_SIZE };
 
 /* Rows; offsets refer to the code generated below. */
 static const struct sfg_fre rows_a[] = {
@@ -23,8 +109,8 @@ static const struct sfg_fre rows_a[] = {
 
 static const struct sfg_fre rows_b[] = {
 	SFG_SP(0x00, 8),		/* push %rbp */
-	SFG_SP_FP(0x01, 16, -16),	/* mov %rsp,%rbp */
-	SFG_FP(0x04, 16, -16),		/* body, up to leave */
+	SFG_SP_FP(JIT_B_ROW1, 16, -16),	/* mov %rsp,%rbp */
+	SFG_FP(JIT_B_ROW2, 16, -16),	/* body, up to leave */
 	SFG_SP(0x17, 8),		/* ret */
 };
 
@@ -89,6 +175,8 @@ static void gen_code(struct jit *j, void (*callback)(void), uint32_t loops)
 	p = emit(p, &cb, 8);
 	p = emit(p, "\xff\xd0\x5b\xc3", 4);	/* call *%rax; pop %rbx; ret */
 }
+
+#endif
 
 void jit_funcs(const struct jit *j, struct sfg_func *out)
 {
@@ -168,10 +256,23 @@ long jit_unregister(struct jit *j)
 
 void jit_add_syms(const struct jit *j)
 {
-	int i;
+	struct sfg_func f[JIT_NR_FUNCS];
+	unsigned int i, k;
 
-	for (i = 0; i < JIT_NR_FUNCS; i++)
+	jit_funcs(j, f);
+	for (i = 0; i < JIT_NR_FUNCS; i++) {
 		sym_add(j->fn[i].name, j->fn[i].start, j->fn[i].size);
+		/* AArch64: the rows where the RA is in the link register. */
+		if (SFG_FIXED_RA)
+			continue;
+		for (k = 0; k < f[i].nr_fres; k++) {
+			const struct sfg_fre *r = &f[i].fres[k];
+			uint32_t end = k + 1 < f[i].nr_fres ? r[1].start : f[i].size;
+
+			if (!r->ra_off)
+				sym_add_ra_in_lr(f[i].start + r->start, end - r->start);
+		}
+	}
 }
 
 void jit_free(struct jit *j)
@@ -188,6 +289,7 @@ void __attribute__((noipa)) jit_spin(void)
 {
 	unsigned long i, x = jit_sink;
 
+	save_ra();
 	for (i = 0; i < jit_spin_loops; i++)
 		x = x * 6364136223846793005ul + 1;
 	jit_sink = x;

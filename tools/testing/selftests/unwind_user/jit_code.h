@@ -1,18 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A JIT-like code window for the unwinder selftests: three generated x86-64
+ * A JIT-like code window for the unwinder selftests: three generated
  * functions that call each other, the last one calling back into C, and a
- * synthetic SFrame section (sframe_gen.h) that describes them.
+ * synthetic SFrame section (sframe_gen.h) that describes them. On x86-64:
  *
  *   jit_a:  sub $8,%rsp; spin; call jit_b; add $8,%rsp; ret
  *   jit_b:  push %rbp; mov %rsp,%rbp; sub $16,%rsp; spin; call jit_c;
  *           leave; ret
  *   jit_c:  push %rbx; spin; movabs $callback,%rax; call *%rax; pop %rbx; ret
  *
- * ("spin" is mov $loops,%ecx; 1: dec %ecx; jnz 1b.) jit_a's frame is SP
- * based, jit_b's FP based with the caller's FP saved, jit_c's SP based
+ * ("spin" is mov $loops,%ecx; 1: dec %ecx; jnz 1b.) On AArch64:
+ *
+ *   jit_a:  str x30,[sp,#-16]!; spin; bl jit_b; ldr x30,[sp],#16; ret
+ *   jit_b:  stp x29,x30,[sp,#-32]!; mov x29,sp; sub sp,sp,#16; spin;
+ *           bl jit_c; mov sp,x29; ldp x29,x30,[sp],#32; ret
+ *   jit_c:  stp x19,x30,[sp,#-16]!; spin; ldr x16,=callback; blr x16;
+ *           ldp x19,x30,[sp],#16; ret
+ *
+ * ("spin" is mov w9,#loops; 1: subs w9,w9,#1; b.ne 1b.) jit_a's frame is
+ * SP based, jit_b's FP based with the caller's FP saved, jit_c's SP based
  * again: the section has a row for every instruction boundary where the
- * CFA or the FP rule changes.
+ * CFA, the FP or (AArch64) the RA rule changes. On AArch64 the return
+ * address is in the link register at each function's first instruction
+ * and at its ret, where the kernel ends a walk.
  *
  * The window is two pages mapped together: the code page (written RW, then
  * made RX) and the page after it (RW) holding the section, so that the
@@ -33,6 +43,23 @@
 #define JIT_A		0
 #define JIT_B		1
 #define JIT_C		2
+
+/*
+ * What the hostile tests edit: the sizes of jit_a (jit_b starts 0x20
+ * after it) and of jit_c, the starts of jit_b's rows 1 and 2 (of 4; the
+ * other functions have 3).
+ */
+#ifdef __aarch64__
+#define JIT_A_SIZE	0x20
+#define JIT_C_SIZE	0x30
+#define JIT_B_ROW1	0x04
+#define JIT_B_ROW2	0x08
+#else
+#define JIT_A_SIZE	0x17
+#define JIT_C_SIZE	0x18
+#define JIT_B_ROW1	0x01
+#define JIT_B_ROW2	0x04
+#endif
 
 struct jit_fn {
 	const char *name;

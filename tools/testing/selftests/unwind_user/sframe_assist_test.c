@@ -364,7 +364,7 @@ TEST(assist_names_in_order)
 		if (!(st->misc & PERF_RECORD_MISC_CALLCHAIN_ASSIST_PENDING))
 			continue;
 		/* Samples in interpreted code: the kernel's walk says where. */
-		if (!stack_has(st, "vm_run"))
+		if (!stack_has(st, "vm_run") || stack_cut_at_lr(st))
 			continue;
 		in_vm++;
 		native += stack_has(st, "sample_stacks");

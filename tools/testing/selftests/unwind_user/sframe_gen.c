@@ -15,7 +15,9 @@
  *   FRE:     start offset (1, 2 or 4 bytes by FRE type), u8 info (bit 0 CFA
  *            base SP, bits 1-4 data word count, bits 5-6 word size), then
  *            the words: CFA offset, then the FP offset if saved. On AMD64 the
- *            RA is always at CFA - 8 (header's cfa_fixed_ra_offset).
+ *            RA is always at CFA - 8 (header's cfa_fixed_ra_offset). On
+ *            AArch64 (no fixed offsets) the RA offset comes between them,
+ *            if saved, or 0 (padding) if only the FP is.
  */
 #include <string.h>
 
@@ -41,7 +43,8 @@ static unsigned int word_size(const struct sfg_fre *r)
 	if (r->word_size)
 		return r->word_size;
 	for (ws = 1; ws < 4; ws *= 2)
-		if (fits(r->cfa_off, ws) && (!r->fp_saved || fits(r->fp_off, ws)))
+		if (fits(r->cfa_off, ws) && (!r->fp_saved || fits(r->fp_off, ws)) &&
+		    fits(r->ra_off, ws))
 			break;
 	return ws;
 }
@@ -68,13 +71,21 @@ static void put_word(uint8_t *p, int32_t v, unsigned int ws)
 /* Encode one FRE at @p (NULL: only size it); returns its size or -1. */
 static ssize_t put_fre(uint8_t *p, const struct sfg_fre *r, unsigned int asz)
 {
-	unsigned int ws = word_size(r), count, info;
+	unsigned int ws = word_size(r), count = 0, info, i;
+	int32_t words[3];
 
 	if (asz < 4 && r->start >> (8 * asz))
 		return -1;
 	if (ws != 1 && ws != 2 && ws != 4)
 		return -1;
-	count = r->outermost ? 0 : 1 + !!r->fp_saved;
+	if (!r->outermost) {
+		words[count++] = r->cfa_off;
+		/* No fixed RA offset (AArch64): the RA's, or padding. */
+		if (!SFG_FIXED_RA && (r->ra_off || r->fp_saved))
+			words[count++] = r->ra_off;
+		if (r->fp_saved)
+			words[count++] = r->fp_off;
+	}
 	if (!p)
 		return asz + 1 + count * ws;
 	info = (r->cfa_fp ? 0 : SFRAME_FRE_CFA_SP) | SFRAME_FRE_COUNT(count) |
@@ -82,10 +93,8 @@ static ssize_t put_fre(uint8_t *p, const struct sfg_fre *r, unsigned int asz)
 		ws == 2 ? SFRAME_FRE_WORD2 : SFRAME_FRE_WORD4);
 	put_word(p, r->start, asz);
 	p[asz] = info;
-	if (count > 0)
-		put_word(p + asz + 1, r->cfa_off, ws);
-	if (count > 1)
-		put_word(p + asz + 1 + ws, r->fp_off, ws);
+	for (i = 0; i < count; i++)
+		put_word(p + asz + 1 + i * ws, words[i], ws);
 	return asz + 1 + count * ws;
 }
 
@@ -120,9 +129,9 @@ ssize_t sfg_write(void *buf, size_t cap, uint64_t addr, unsigned int opts,
 	b[SFH_VERSION] = SFRAME_VERSION_2;
 	b[SFH_FLAGS] = (opts & SFG_UNSORTED_FLAG ? 0 : SFRAME_F_FDE_SORTED) |
 		       (opts & SFG_PCREL ? SFRAME_F_FDE_FUNC_START_PCREL : 0);
-	b[SFH_ABI] = SFRAME_ABI_AMD64_ENDIAN_LITTLE;
+	b[SFH_ABI] = SFG_ABI;
 	b[SFH_FIXED_FP] = 0;
-	b[SFH_FIXED_RA] = (uint8_t)-8;
+	b[SFH_FIXED_RA] = (uint8_t)SFG_FIXED_RA;
 	b[SFH_AUXHDR_LEN] = 0;
 	sfg_put32(b, SFH_NUM_FDES, nr);
 	sfg_put32(b, SFH_NUM_FRES, num_fres);

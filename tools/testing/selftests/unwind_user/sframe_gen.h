@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A writer of synthetic SFrame version 2 sections for AMD64, for the
- * unwinder selftests: JIT-like code windows and hostile inputs.
+ * A writer of synthetic SFrame version 2 sections for the ABI of the
+ * machine the selftests are built for (AMD64, or little-endian AArch64),
+ * for the unwinder selftests: JIT-like code windows and hostile inputs.
  *
  * The writer encodes exactly what it is given, in the order given: it does
  * not sort, merge or check. Unsorted functions, FREs out of order or past
@@ -28,6 +29,19 @@
 #define SFRAME_ABI_AARCH64_ENDIAN_LITTLE 2
 #define SFRAME_ABI_AMD64_ENDIAN_LITTLE	3
 #define SFRAME_ABI_S390X_ENDIAN_BIG	4
+
+/*
+ * The ABI sfg_write() writes, this machine's, and its header's fixed
+ * return address offset: AMD64's call leaves it at CFA - 8, AArch64's bl
+ * in the link register, which each row says where the function saved.
+ */
+#ifdef __aarch64__
+#define SFG_ABI			SFRAME_ABI_AARCH64_ENDIAN_LITTLE
+#define SFG_FIXED_RA		0
+#else
+#define SFG_ABI			SFRAME_ABI_AMD64_ENDIAN_LITTLE
+#define SFG_FIXED_RA		(-8)
+#endif
 
 /* Byte offsets of the header fields. */
 #define SFH_MAGIC		0
@@ -70,7 +84,12 @@
 #define SFG_PCREL		0x1	/* FDE starts relative to their field */
 #define SFG_UNSORTED_FLAG	0x2	/* leave FDE_SORTED out of the flags */
 
-/* One frame row: from @start (offset in the function) on, until the next. */
+/*
+ * One frame row: from @start (offset in the function) on, until the next.
+ * The return address: on AMD64 always at CFA - 8 (the header's fixed
+ * offset); on AArch64 at CFA + @ra_off, or still in the link register
+ * (@ra_off 0: a leaf, a prologue before it is saved).
+ */
 struct sfg_fre {
 	uint32_t start;
 	uint8_t cfa_fp;		/* CFA = FP + cfa_off (else SP + cfa_off) */
@@ -79,6 +98,7 @@ struct sfg_fre {
 	uint8_t word_size;	/* 1, 2 or 4; 0 picks the smallest that fits */
 	int32_t cfa_off;
 	int32_t fp_off;
+	int32_t ra_off;		/* AArch64 only */
 };
 
 /* Rows of the two usual kinds. */
@@ -87,6 +107,14 @@ struct sfg_fre {
 				  .fp_saved = 1, .fp_off = (fp) }
 #define SFG_FP(s, off, fp)	{ .start = (s), .cfa_fp = 1, .cfa_off = (off), \
 				  .fp_saved = 1, .fp_off = (fp) }
+/* AArch64: the same with the return address saved at CFA + @ra. */
+#define SFG_SP_RA(s, off, ra)	{ .start = (s), .cfa_off = (off), .ra_off = (ra) }
+#define SFG_SP_RA_FP(s, off, ra, fp) \
+				{ .start = (s), .cfa_off = (off), .ra_off = (ra), \
+				  .fp_saved = 1, .fp_off = (fp) }
+#define SFG_FP_RA(s, off, ra, fp) \
+				{ .start = (s), .cfa_fp = 1, .cfa_off = (off), \
+				  .ra_off = (ra), .fp_saved = 1, .fp_off = (fp) }
 
 struct sfg_func {
 	uint64_t start;		/* absolute address of the function */
@@ -117,8 +145,8 @@ ssize_t sfg_write(void *buf, size_t cap, uint64_t addr, unsigned int opts,
 
 /*
  * Write a section for one function filling [@text, @text + @size) with a
- * single row (CFA = SP + 8), for a section at @buf itself. Returns the
- * length or -1.
+ * single row (CFA = SP + 8; on AArch64 the return address in the link
+ * register), for a section at @buf itself. Returns the length or -1.
  */
 ssize_t sfg_one_func(void *buf, size_t cap, uint64_t text, uint32_t size);
 

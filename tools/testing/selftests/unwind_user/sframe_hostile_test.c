@@ -159,7 +159,7 @@ static ssize_t mk_size_a(struct jit *j, long size)
 	return write_funcs(j, 0, f, JIT_NR_FUNCS, NULL);
 }
 
-/* Row 2 of function B starts at @arg (rows: 0, 1, 4, 0x17). */
+/* Row 2 of function B starts at @arg (rows: 0, JIT_B_ROW1, JIT_B_ROW2, ...). */
 static ssize_t mk_row_b2(struct jit *j, long start)
 {
 	struct sfg_func f[JIT_NR_FUNCS];
@@ -169,7 +169,7 @@ static ssize_t mk_row_b2(struct jit *j, long start)
 	return write_funcs(j, 0, f, JIT_NR_FUNCS, NULL);
 }
 
-/* Last row of function C starts at @arg (size 0x18). */
+/* Last row of function C starts at @arg (size JIT_C_SIZE). */
 static ssize_t mk_row_c_last(struct jit *j, long start)
 {
 	struct sfg_func f[JIT_NR_FUNCS];
@@ -179,7 +179,10 @@ static ssize_t mk_row_c_last(struct jit *j, long start)
 	return write_funcs(j, 0, f, JIT_NR_FUNCS, NULL);
 }
 
-/* Function A made PC-mask with repetition size @arg (its rows: 0, 4, 0x16). */
+/*
+ * Function A made PC-mask with repetition size @arg (its rows: 0, 4, and
+ * one past 0x10 before JIT_A_SIZE).
+ */
 static ssize_t mk_pcmask_a(struct jit *j, long rep)
 {
 	struct sfg_func f[JIT_NR_FUNCS];
@@ -252,8 +255,8 @@ static const struct hcase cases[] = {
 	  SFH_FLAGS | (SFRAME_F_FDE_SORTED | SFRAME_F_FRAME_POINTER) << 16 },
 	{ "valid, outermost row", 0, mk_outermost, 0 },
 	{ "valid, no functions", 0, mk_empty, 0 },
-	{ "valid, row at function end", 0, mk_row_c_last, 0x18 },
-	{ "valid, PC-mask with rows in the block", 0, mk_pcmask_a, 0x17 },
+	{ "valid, row at function end", 0, mk_row_c_last, JIT_C_SIZE },
+	{ "valid, PC-mask with rows in the block", 0, mk_pcmask_a, JIT_A_SIZE },
 	{ "FDEs unsorted", -EBADMSG, mk_order, ORDER(1, 0, 2) },
 	{ "FDEs unsorted (last two)", -EBADMSG, mk_order, ORDER(0, 2, 1) },
 	/* Valid SFrame (no claim of order), but not supported: EOPNOTSUPP. */
@@ -264,11 +267,12 @@ static const struct hcase cases[] = {
 	{ "FDE overlaps all later ones", -EBADMSG, mk_size_a, 0xffffffff },
 	{ "function of size 0 with rows", -EBADMSG, mk_size_a, 0 },
 	{ "FREs out of order", -EBADMSG, mk_row_b2, 0 },
-	{ "FREs with equal starts", -EBADMSG, mk_row_b2, 1 },
-	{ "FRE past function end", -EBADMSG, mk_row_c_last, 0x19 },
+	{ "FREs with equal starts", -EBADMSG, mk_row_b2, JIT_B_ROW1 },
+	{ "FRE past function end", -EBADMSG, mk_row_c_last, JIT_C_SIZE + 1 },
 	{ "FRE far past function end", -EBADMSG, mk_row_c_last, 0xff },
 	{ "PC-mask, repetition size 0", -EBADMSG, mk_pcmask_a, 0 },
-	{ "PC-mask, repetition larger than function", -EBADMSG, mk_pcmask_a, 0x18 },
+	{ "PC-mask, repetition larger than function", -EBADMSG, mk_pcmask_a,
+	  JIT_A_SIZE + 1 },
 	{ "PC-mask, row past repetition block", -EBADMSG, mk_pcmask_a, 0x10 },
 	{ "FRE data past sub-section end", -EBADMSG, mk_hdr_add,
 	  ADD(SFH_FRE_LEN, -1) },
@@ -288,8 +292,14 @@ static const struct hcase cases[] = {
 	  FRE0_INFO | (SFRAME_FRE_CFA_SP | SFRAME_FRE_COUNT(7)) << 16 },
 	{ "FRE with 15 data words", -EBADMSG, mk_byte,
 	  FRE0_INFO | (SFRAME_FRE_CFA_SP | SFRAME_FRE_COUNT(15)) << 16 },
+#ifdef __aarch64__
+	/* The CFA's, the RA's and the FP's: no more. */
+	{ "FRE with a fourth data word", -EBADMSG, mk_byte,
+	  FRE0_INFO | (SFRAME_FRE_CFA_SP | SFRAME_FRE_COUNT(4)) << 16 },
+#else
 	{ "FRE with a third data word", -EBADMSG, mk_byte,
 	  FRE0_INFO | (SFRAME_FRE_CFA_SP | SFRAME_FRE_COUNT(3)) << 16 },
+#endif
 	{ "num_fdes 0xffffffff", -EBADMSG, mk_u32, SFH_NUM_FDES },
 	{ "num_fdes 0x8000000", -EBADMSG, mk_u32, SFH_NUM_FDES | 0x8000000l << 16 },
 	{ "num_fdes + 1 (into the FREs)", -EBADMSG, mk_hdr_add, ADD(SFH_NUM_FDES, 1) },
@@ -614,13 +624,13 @@ TEST_F(rewrite, after_registration)
 		self->j.sec[SFH_MAGIC + 1] = 0xad;
 		break;
 	case FRE_ORDER:
-		/* jit_b's rows 1 and 2 (starts 1, 4) swap their starts. */
+		/* jit_b's rows 1 and 2 swap their starts. */
 		off = sfg_fre_offset(self->j.sec, &l, JIT_B, 1);
 		ASSERT_LT(0, off);
-		self->j.sec[off] = 4;
+		self->j.sec[off] = JIT_B_ROW2;
 		off = sfg_fre_offset(self->j.sec, &l, JIT_B, 2);
 		ASSERT_LT(0, off);
-		self->j.sec[off] = 1;
+		self->j.sec[off] = JIT_B_ROW1;
 		break;
 	case COUNTS:
 		sfg_put32(self->j.sec, SFH_NUM_FDES, 0xffffffff);

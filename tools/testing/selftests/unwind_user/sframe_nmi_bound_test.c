@@ -34,10 +34,15 @@
 
 #define TRIGGER		"/sys/kernel/debug/unwind_user/bench"
 #define MAX_FRES	65535
-/* NOPs before the call: every one of them a row of its own. */
+/* NOPs before the call: every byte of them a row of its own. */
 #define SLED		65536
+#ifdef __aarch64__
+/* str x30,[sp,#-16]!; ldr x16,=leaf; blr x16; ldr x30,[sp],#16; ret */
+#define HUGE_SIZE	(SLED + 32)
+#else
 /* sub $8,%rsp; mov $leaf,%rax; call *%rax; add $8,%rsp; ret */
 #define HUGE_SIZE	(SLED + 21)
+#endif
 #define ITERS		50
 
 static int trig_fd = -1;
@@ -47,6 +52,19 @@ static volatile long trig_ret;
 /* The write the trigger unwinds from: no libc frame (libc has no SFrame). */
 __attribute__((noipa)) long raw_write(int fd, const void *buf, size_t n)
 {
+#ifdef __aarch64__
+	register long x0 asm("x0") = fd;
+	register long x1 asm("x1") = (long)buf;
+	register long x2 asm("x2") = n;
+	register long x8 asm("x8") = __NR_write;
+
+	save_ra();
+	asm volatile("svc #0"
+		     : "+r"(x0)
+		     : "r"(x1), "r"(x2), "r"(x8)
+		     : "memory");
+	return x0;
+#else
 	long ret;
 
 	asm volatile("syscall"
@@ -54,6 +72,7 @@ __attribute__((noipa)) long raw_write(int fd, const void *buf, size_t n)
 		     : "0"(1L), "D"((long)fd), "S"(buf), "d"(n)
 		     : "rcx", "r11", "memory");
 	return ret;
+#endif
 }
 
 /* Nanoseconds leaf() spins instead of calling the trigger, when set. */
@@ -115,6 +134,18 @@ static int read_walk(struct walk *w)
 	return 0;
 }
 
+#ifdef __aarch64__
+/* The JIT function's call, after its sled of NOPs (the last word). */
+static const uint32_t arm64_call[] = {
+	0xf81f0ffe,	/* str x30,[sp,#-16]! */
+	0x580000b0,	/* ldr x16,.+20 (the literal at +24: leaf) */
+	0xd63f0200,	/* blr x16 */
+	0xf84107fe,	/* ldr x30,[sp],#16 */
+	0xd65f03c0,	/* ret */
+	0xd503201f,	/* nop */
+};
+#endif
+
 FIXTURE(bound) {
 	uint8_t *text;
 	uint8_t *sec;
@@ -143,18 +174,38 @@ FIXTURE_SETUP(bound)
 	self->text = mmap(NULL, HUGE_SIZE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->text);
+#ifdef __aarch64__
+	for (i = 0; i < SLED; i += 4)
+		memcpy(self->text + i, &arm64_call[5], 4);
+	c = self->text + SLED;
+	memcpy(c, arm64_call, sizeof(arm64_call));
+	memcpy(c + 24, &target, 8);
+	__builtin___clear_cache((char *)self->text, (char *)self->text + HUGE_SIZE);
+#else
 	memset(self->text, 0x90, SLED);
 	c = self->text + SLED;
 	memcpy(c, "\x48\x83\xec\x08\x48\xb8", 6);
 	memcpy(c + 6, &target, 8);
 	memcpy(c + 14, "\xff\xd0\x48\x83\xc4\x08\xc3", 7);
+#endif
 	ASSERT_EQ(0, mprotect(self->text, HUGE_SIZE, PROT_READ | PROT_EXEC));
 
+#ifdef __aarch64__
+	/*
+	 * CFA = SP on the sled and at ret (the return address in x30), SP +
+	 * 16 around the call.
+	 */
+	for (i = 0; i < MAX_FRES - 2; i++)
+		rows[i] = (struct sfg_fre)SFG_SP(i, 0);
+	rows[MAX_FRES - 2] = (struct sfg_fre)SFG_SP_RA(SLED + 4, 16, -16);
+	rows[MAX_FRES - 1] = (struct sfg_fre)SFG_SP(SLED + 16, 0);
+#else
 	/* CFA = SP + 8 on the sled, SP + 16 around the call, SP + 8 at ret. */
 	for (i = 0; i < MAX_FRES - 2; i++)
 		rows[i] = (struct sfg_fre)SFG_SP(i, 8);
 	rows[MAX_FRES - 2] = (struct sfg_fre)SFG_SP(SLED + 4, 16);
 	rows[MAX_FRES - 1] = (struct sfg_fre)SFG_SP(SLED + 20, 8);
+#endif
 	f.start = (uintptr_t)self->text;
 
 	self->sec_cap = 8 * MAX_FRES + 4096;

@@ -11,9 +11,9 @@
  *
  * and spins. Code that a section covers was built without frame pointers
  * (the section's header does not say SFRAME_F_FRAME_POINTER, as gas does
- * not for x86-64), so %rbp is just another register there: at a PC inside
- * the registered text that no FDE covers, the walk must end, not follow
- * %rbp to the fake frame. The third case,
+ * not for x86-64 nor AArch64), so %rbp (x29) is just another register
+ * there: at a PC inside the registered text that no FDE covers, the walk
+ * must end, not follow %rbp to the fake frame. The third case,
  *
  *   unregistered: the same code copied into an anonymous executable
  *              mapping no section describes, with the stack address in
@@ -54,11 +54,32 @@
  * FP 0, return address @ra, or the fake frame's own address if @ra is 0 },
  * %rbp pointed at it, @loops turns of a loop, %rbp restored. No CFI: no
  * FDE. Position independent, so that it can be copied. From its loop to
- * the pop, %rbp points at the fake frame.
+ * the pop, %rbp points at the fake frame. On arm64 the same with x29 and
+ * a frame record above the one that saves x29 and x30.
  */
 void spin_nofde(unsigned long loops, unsigned long ra);
 extern const char spin_nofde_loop[], spin_nofde_loop_end[];
 
+#ifdef __aarch64__
+asm(".pushsection .text\n"
+	"	.globl	spin_nofde\n"
+	"	.type	spin_nofde, %function\n"
+	"spin_nofde:\n"
+	"	stp	x29, x30, [sp, #-32]!\n"
+	"	str	xzr, [sp, #16]\n"
+	"	cbnz	x1, 1f\n"
+	"	add	x1, sp, #16\n"
+	"1:	str	x1, [sp, #24]\n"
+	"	add	x29, sp, #16\n"
+	"spin_nofde_loop:\n"
+	"2:	subs	x0, x0, #1\n"
+	"	b.ne	2b\n"
+	"spin_nofde_loop_end:\n"
+	"	ldp	x29, x30, [sp], #32\n"
+	"	ret\n"
+	"	.size	spin_nofde, . - spin_nofde\n"
+	".popsection\n");
+#else
 asm(".pushsection .text\n"
 	"	.globl	spin_nofde\n"
 	"	.type	spin_nofde, @function\n"
@@ -80,6 +101,7 @@ asm(".pushsection .text\n"
 	"	ret\n"
 	"	.size	spin_nofde, . - spin_nofde\n"
 	".popsection\n");
+#endif
 
 typedef void (*spin_fn)(unsigned long loops, unsigned long ra);
 
@@ -391,6 +413,7 @@ static uint8_t *unregistered_copy(FIXTURE_DATA(noinvent) *self, size_t page)
 		return NULL;
 	memset(code, 0xcc, page);
 	memcpy(code, (const void *)spin_nofde, self->fn_size);
+	__builtin___clear_cache((char *)code, (char *)code + page);
 	if (mprotect(code, page, PROT_READ | PROT_EXEC)) {
 		munmap(code, page);
 		return NULL;

@@ -19,7 +19,8 @@
  *   EEXIST      text overlapping a registered text
  *   ENOENT      unregister of a key that is not registered
  *   EOPNOTSUPP  SFrame version, ABI or byte order this kernel does not
- *               decode, a return address not at CFA - 8
+ *               decode, a return address not at CFA - 8 (AMD64) or at a
+ *               fixed offset (AArch64)
  *   EBADMSG     malformed section
  *
  * Text windows are anonymous executable mappings; their sections are
@@ -134,6 +135,7 @@ static void __attribute__((noipa)) spin(void *arg)
 {
 	unsigned long i, n = *(unsigned long *)arg, x = 1;
 
+	save_ra();
 	for (i = 0; i < n; i++)
 		x = x * 6364136223846793005ul + 1442695040888963407ul;
 	sink = x;
@@ -512,7 +514,10 @@ TEST(register_functions_outside_text)
 	munmap(sec, page);
 }
 
-/* AMD64 sections put the return address at CFA - 8; others are refused. */
+/*
+ * AMD64 sections put the return address at CFA - 8, AArch64 ones at no
+ * fixed offset (SFG_FIXED_RA); others are refused.
+ */
 TEST(register_ra_offset)
 {
 	struct unwind_user_sframe s;
@@ -522,9 +527,10 @@ TEST(register_ra_offset)
 	s = w.s;
 	w.sec[SFH_FIXED_RA] = (uint8_t)-16;
 	EXPECT_EQ(-EOPNOTSUPP, reg(&s));
-	w.sec[SFH_FIXED_RA] = 0;
+	/* The other ABI's. */
+	w.sec[SFH_FIXED_RA] = SFG_FIXED_RA ? 0 : (uint8_t)-8;
 	EXPECT_EQ(-EOPNOTSUPP, reg(&s));
-	w.sec[SFH_FIXED_RA] = (uint8_t)-8;
+	w.sec[SFH_FIXED_RA] = (uint8_t)SFG_FIXED_RA;
 	EXPECT_EQ(0, reg(&s));
 	EXPECT_EQ(0, unreg(s.text_start));
 	EXPECT_EQ(1, nr_sections());
@@ -724,7 +730,8 @@ TEST(unsupported_sections)
  * little-endian section is well formed, but its rules (return address in
  * the link register, x29 as frame pointer) do not describe x86-64 code:
  * this kernel cannot use it and must say EOPNOTSUPP rather than unwind
- * x86-64 frames with it. A big-endian ABI under a little-endian magic is
+ * x86-64 frames with it; the same for an AMD64 section (return address at
+ * CFA - 8) on arm64. A big-endian ABI under a little-endian magic is
  * either unsupported or inconsistent: EOPNOTSUPP or EBADMSG.
  */
 TEST(foreign_abi)
@@ -737,9 +744,16 @@ TEST(foreign_abi)
 	long r;
 
 	ASSERT_EQ(0, window_init(&w));
+#ifdef __aarch64__
+	w.sec[SFH_ABI] = SFRAME_ABI_AMD64_ENDIAN_LITTLE;
+	w.sec[SFH_FIXED_RA] = (uint8_t)-8;
+	r = reg(&w.s);
+	EXPECT_EQ(-EOPNOTSUPP, r) TH_LOG("AMD64 section registered for arm64 code");
+#else
 	w.sec[SFH_ABI] = SFRAME_ABI_AARCH64_ENDIAN_LITTLE;
 	r = reg(&w.s);
 	EXPECT_EQ(-EOPNOTSUPP, r) TH_LOG("AArch64 section registered for x86-64 code");
+#endif
 	if (!r)
 		EXPECT_EQ(0, unreg(w.s.text_start));
 	for (i = 0; i < ARRAY_SIZE(be_abis); i++) {

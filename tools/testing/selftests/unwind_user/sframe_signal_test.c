@@ -7,9 +7,11 @@
  *
  * A stack sampled in the handler reads sig_work (unless it starts in
  * sig_handler itself), sig_handler, then the signal trampoline (the
- * handler's return address, glibc's __restore_rt: mov $15,%rax; syscall),
- * then the interrupted code, whose registers the kernel saved in the
- * signal frame on the stack, then its callers up to main.
+ * handler's return address, glibc's __restore_rt: mov $15,%rax; syscall;
+ * on arm64, where glibc installs no restorer, the vDSO's
+ * __kernel_rt_sigreturn: mov x8,#139; svc #0), then the interrupted code,
+ * whose registers the kernel saved in the signal frame on the stack, then
+ * its callers up to main.
  *
  * The trampoline has no SFrame (distribution libcs are not built with
  * it), so the unwinder must recognise it (see
@@ -18,7 +20,7 @@
  * Built twice: static (sframe_signal_test: __restore_rt lies in the
  * executable's text, which the table of its own section covers) and
  * dynamic (sframe_signal_dynamic_test: __restore_rt is in libc.so, which
- * nothing registers).
+ * nothing registers). On arm64 both return to the vDSO.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -83,6 +85,7 @@ unsigned long __attribute__((noipa)) sig_work(unsigned long x)
 {
 	unsigned long i;
 
+	save_ra();
 	for (i = 0; i < 20000; i++)
 		x = x * 6364136223846793005ul + 1;
 	return x;
@@ -97,6 +100,7 @@ unsigned long __attribute__((noipa)) main_leaf(unsigned long x)
 {
 	unsigned long i;
 
+	save_ra();
 	for (i = 0; i < 2000; i++)
 		x = x * 2862933555777941757ul + 3037000493ul;
 	return x;
@@ -114,6 +118,27 @@ void __attribute__((noipa)) main_loop(void *arg)
 	} while (now_seconds() < end);
 	sink = x;
 }
+
+#ifdef __aarch64__
+static uint64_t probe_ra;
+
+static void __attribute__((noipa)) ra_probe(int sig)
+{
+	probe_ra = (uintptr_t)__builtin_return_address(0);
+}
+
+/* Where a handler returns to: what x30 holds when it starts. */
+static uint64_t handler_return_address(void)
+{
+	struct sigaction sa = { .sa_handler = ra_probe }, old;
+
+	if (sigaction(SIGUSR1, &sa, &old))
+		return 0;
+	raise(SIGUSR1);
+	sigaction(SIGUSR1, &old, NULL);
+	return probe_ra;
+}
+#endif
 
 struct sig_result {
 	int in_handler;		/* stacks whose first frame is in the handler */
@@ -143,7 +168,8 @@ static void classify(struct sig_result *r, const struct ustack *st,
 	unsigned int h = is(st, 0, "sig_work") ? 1 : 0;
 	const char *next;
 
-	if (!is(st, 0, "sig_work") && !is(st, 0, "sig_handler"))
+	if ((!is(st, 0, "sig_work") && !is(st, 0, "sig_handler")) ||
+	    stack_cut_at_lr(st))
 		return;
 	r->in_handler++;
 	if (!is(st, h, "sig_handler") || h + 1 >= st->nr ||
@@ -157,6 +183,12 @@ static void classify(struct sig_result *r, const struct ustack *st,
 		r->ends++;
 		return;
 	}
+	/*
+	 * arm64: interrupted where its return address was in the link
+	 * register, which the signal frame's registers do not give the walk.
+	 */
+	if (h + 3 == st->nr && ra_in_lr(st->ip[h + 2]))
+		return;
 	next = sym_name(st->ip[h + 2]);
 	if (next && (!strcmp(next, "main_leaf") || !strcmp(next, "main_loop"))) {
 		if (is(st, h + 3, "main_loop") || !strcmp(next, "main_loop")) {
@@ -199,6 +231,11 @@ FIXTURE_SETUP(signal)
 	/* The trampoline libc installed (SA_RESTORER) is the return address. */
 	ASSERT_EQ(0, sigaction(SIGPROF, NULL, &old));
 	self->trampoline = (uintptr_t)old.sa_restorer;
+#ifdef __aarch64__
+	/* None: the kernel's, in the vDSO, which a handler finds in x30. */
+	if (!self->trampoline)
+		self->trampoline = handler_return_address();
+#endif
 	ASSERT_NE(0, self->trampoline);
 	ASSERT_EQ(0, read_xmaps());
 	ASSERT_EQ(0, setitimer(ITIMER_PROF, &it, NULL));
