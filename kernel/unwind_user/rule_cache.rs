@@ -41,22 +41,26 @@ pub(crate) fn rule(row: &Row) -> Option<Rule> {
         Base::Fp => true,
         _ => return None,
     };
-    let ra_off = match row.ra {
-        RegRule::CfaOffset(off) => off,
-        _ => return None,
-    };
     let fp_off = match row.fp {
         RegRule::CfaOffset(off) if off != 0 => off,
         RegRule::SameValue => 0,
         _ => return None,
     };
-    Some(Rule::Frame(bindings::unwind_user_frame {
+    let mut frame = bindings::unwind_user_frame {
         cfa_off: row.cfa.offset,
-        ra_off,
         fp_off,
         use_fp,
-        outermost: false,
-    }))
+        ..Default::default()
+    };
+    match row.ra {
+        RegRule::CfaOffset(off) => frame.ra_off = off,
+        // AArch64: not saved yet (a leaf, a prologue), still in x30, which
+        // the generic step reads only for an interrupted frame.
+        #[cfg(target_arch = "aarch64")]
+        RegRule::SameValue => frame.ra_in_reg = true,
+        _ => return None,
+    }
+    Some(Rule::Frame(frame))
 }
 
 /// The fields of an address space's generation word: whether its table
@@ -136,7 +140,7 @@ impl CachedRule {
             ra_off: -8,
             fp_off: self.fp_off,
             use_fp: self.use_fp,
-            outermost: false,
+            ..Default::default()
         }
     }
 }

@@ -60,6 +60,7 @@ mod layout {
     pub(super) const IP: usize = offset_of!(bindings::sigcontext, pc);
     pub(super) const SP: usize = offset_of!(bindings::sigcontext, sp);
     pub(super) const FP: usize = REGS + 29 * WORD;
+    pub(super) const LR: usize = REGS + 30 * WORD;
 }
 
 /// Steps over a signal frame: when the handler returned into the
@@ -73,6 +74,12 @@ pub(crate) fn unwind(state: &mut bindings::unwind_user_state, mem: UserMem) -> R
     let fp = reg(layout::FP)?;
     if ip == 0 || sp == state.sp {
         return Err(EINVAL);
+    }
+    // Where the interrupted function keeps its return address until it
+    // saves it (`ra_in_reg` rows).
+    #[cfg(target_arch = "aarch64")]
+    {
+        state.ra_reg = reg(layout::LR)?;
     }
     state.ip = ip;
     state.sp = sp;

@@ -754,6 +754,17 @@ mod tests {
             deref: false,
         };
         assert!(rule(&row(r10, RegRule::CfaOffset(-8), RegRule::SameValue)).is_none());
+        // The return address not saved: in x30 on arm64 (which the generic
+        // step takes for an interrupted frame only); nowhere on x86.
+        let leaf = row(sp(0), RegRule::SameValue, RegRule::SameValue);
+        #[cfg(target_arch = "aarch64")]
+        assert!(matches!(rule(&leaf), Some(Rule::Frame(f)) if f.ra_in_reg && f.cfa_off == 0));
+        #[cfg(not(target_arch = "aarch64"))]
+        assert!(rule(&leaf).is_none());
+        // AArch64's frame record at the bottom of a 32-byte frame: x30
+        // above x29, neither at CFA - 8.
+        let record = row(sp(32), RegRule::CfaOffset(-24), RegRule::CfaOffset(-32));
+        assert_eq!(frame(&record), Some((32, -24, -32, false)));
     }
 
     /// The test section as a file's table: text 0x11000-0x11100 (its

@@ -26,6 +26,13 @@ static inline unsigned long unwind_user_strip_ra(unsigned long ra)
 }
 #define unwind_user_strip_ra unwind_user_strip_ra
 
+/* x30, where a function that has not saved it yet keeps its return address. */
+static inline unsigned long unwind_user_ra_reg(struct pt_regs *regs)
+{
+	return regs->regs[30];
+}
+#define unwind_user_ra_reg unwind_user_ra_reg
+
 #endif /* CONFIG_UNWIND_USER */
 
 #ifdef CONFIG_HAVE_UNWIND_USER_FP
