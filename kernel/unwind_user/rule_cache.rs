@@ -70,12 +70,15 @@ pub(crate) const GEN_REGISTERED: Bits = Bits::new(0, 1);
 pub(crate) const GEN_COUNT: Bits = Bits::new(1, 63);
 const _: () = assert!(Bits::disjoint(&[GEN_REGISTERED, GEN_COUNT]));
 
-/// A plain frame's rule (the return address at CFA - 8) as the rule cache
-/// keeps it.
+/// A plain frame's rule as the rule cache keeps it: where the return
+/// address and the caller's FP are as the architecture's frames keep them
+/// (see [`CachedRule::word`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CachedRule {
     /// CFA = SP (or FP, with `use_fp`) + `cfa_off`.
     pub(crate) cfa_off: i32,
+    /// The return address at CFA + `ra_off`.
+    pub(crate) ra_off: i32,
     /// The caller's FP at CFA + `fp_off`; 0: FP is not saved.
     pub(crate) fp_off: i32,
     /// The CFA is based on FP.
@@ -84,27 +87,62 @@ pub(crate) struct CachedRule {
 
 impl CachedRule {
     /// The fields of its [`word`](Self::word): the CFA offset in words
-    /// and the FP offset in words (both signed), whether the CFA is based
-    /// on FP.
+    /// (signed), where the saved registers are ([`Self::saved`]), whether
+    /// the CFA is based on FP.
     const CFA_WORDS: Bits = Bits::new(7, 9);
-    const FP_WORDS: Bits = Bits::new(1, 6);
+    const SAVED: Bits = Bits::new(1, 6);
     const USE_FP: Bits = Bits::new(0, 1);
+
+    /// The [`SAVED`](Self::SAVED) field of the rule, signed, if it has
+    /// one. x86-64: the FP's offset in words (0: not saved), the return
+    /// address being at CFA - 8, where `call` pushes it. AArch64: below 0,
+    /// the FP's offset in words, the return address in the word above it
+    /// (a frame record `{x29, x30}`, wherever it is in the frame); above
+    /// 0, minus the return address's offset in words, the FP not saved
+    /// (x30 saved alone).
+    #[inline]
+    fn saved(self) -> Option<i64> {
+        if self.fp_off % 8 != 0 || self.ra_off % 8 != 0 {
+            return None;
+        }
+        let (fp, ra) = (i64::from(self.fp_off / 8), i64::from(self.ra_off / 8));
+        let v = if cfg!(target_arch = "aarch64") {
+            match (fp, ra) {
+                (0, ra) if ra < 0 => -ra,
+                (fp, ra) if fp < 0 && ra == fp + 1 => fp,
+                _ => return None,
+            }
+        } else if ra == -1 {
+            fp
+        } else {
+            return None;
+        };
+        Self::SAVED.fits_signed(v).then_some(v)
+    }
+
+    /// The (`fp_off`, `ra_off`) of [`saved`](Self::saved) field `v`.
+    #[inline(always)]
+    fn of_saved(v: i32) -> (i32, i32) {
+        if cfg!(target_arch = "aarch64") {
+            if v < 0 {
+                (v * 8, v * 8 + 8)
+            } else {
+                (0, -v * 8)
+            }
+        } else {
+            (v * 8, -8)
+        }
+    }
 
     /// The rule as a slot of the cache holds it (its bits 15-0, see
     /// [`RuleCache`]); `None` if it does not fit, and then is not cached.
     #[inline]
     pub(crate) fn word(self) -> Option<u16> {
-        let (cfa, fp) = (i64::from(self.cfa_off / 8), i64::from(self.fp_off / 8));
-        let fits = self.cfa_off != 0
-            && self.cfa_off % 8 == 0
-            && Self::CFA_WORDS.fits_signed(cfa)
-            && self.fp_off % 8 == 0
-            && Self::FP_WORDS.fits_signed(fp);
-        if !fits {
-            return None;
-        }
+        let cfa = i64::from(self.cfa_off / 8);
+        let fits = self.cfa_off != 0 && self.cfa_off % 8 == 0 && Self::CFA_WORDS.fits_signed(cfa);
+        let saved = self.saved().filter(|_| fits)?;
         let w = Self::CFA_WORDS.put_signed(cfa)
-            | Self::FP_WORDS.put_signed(fp)
+            | Self::SAVED.put_signed(saved)
             | Self::USE_FP.put(self.use_fp.into());
         // The fields are bits 15-0 (`RuleCache::RULE`): the cast loses none.
         Some(w as u16)
@@ -115,18 +153,26 @@ impl CachedRule {
     pub(crate) fn from_word(w: u16) -> CachedRule {
         let w = u64::from(w);
         // Fields of 9 and 6 bits, times 8: the casts lose nothing.
+        let (fp_off, ra_off) = Self::of_saved(Self::SAVED.get_signed(w) as i32);
         CachedRule {
             cfa_off: Self::CFA_WORDS.get_signed(w) as i32 * 8,
-            fp_off: Self::FP_WORDS.get_signed(w) as i32 * 8,
+            ra_off,
+            fp_off,
             use_fp: Self::USE_FP.get(w) != 0,
         }
     }
 
-    /// The rule of frame rule `f`, if its return address is at CFA - 8
-    /// (the only place the cache keeps): [`frame`](Self::frame) undone.
+    /// The rule of frame rule `f`, if it has one ([`word`](Self::word)
+    /// tells whether it fits): [`frame`](Self::frame) undone.
     pub(crate) fn of_frame(f: &bindings::unwind_user_frame) -> Option<CachedRule> {
-        (f.ra_off == -8).then_some(CachedRule {
+        // A return address in x30 is not on the stack at all.
+        #[cfg(target_arch = "aarch64")]
+        if f.ra_in_reg {
+            return None;
+        }
+        Some(CachedRule {
             cfa_off: f.cfa_off,
+            ra_off: f.ra_off,
             fp_off: f.fp_off,
             use_fp: f.use_fp,
         })
@@ -137,7 +183,7 @@ impl CachedRule {
     pub(crate) fn frame(self) -> bindings::unwind_user_frame {
         bindings::unwind_user_frame {
             cfa_off: self.cfa_off,
-            ra_off: -8,
+            ra_off: self.ra_off,
             fp_off: self.fp_off,
             use_fp: self.use_fp,
             ..Default::default()
@@ -227,15 +273,16 @@ impl Cached {
 /// or the PC's own old entry. Each slot is one 64-bit word,
 /// read and written whole, so that readers and writers on any CPU, NMI
 /// included, never see half an entry. Bits 63-16 are the key: the PC's bits
-/// 46-7 (the set, picked by a hash of the PC, says the rest), the
-/// generation's low 7 bits and whether the PC is a return address minus
+/// 47-7 (the set, picked by a hash of the PC, says the rest), the
+/// generation's low 6 bits and whether the PC is a return address minus
 /// one; bits 15-7 are the CFA offset in words (9 bits, signed), bits 6-1
-/// the FP offset in words (6 bits, signed), bit 0 whether the CFA is based
-/// on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
+/// where the FP and the return address are saved (6 bits, signed, as
+/// [`CachedRule::word`] says), bit 0 whether the CFA is based on FP. A rule with a CFA offset of 0 (which the step refuses anyway)
 /// means [`Cached::FramePointer`], [`Cached::End`] with bit 0 set, or
 /// [`Cached::FramePointerInCode`] with bit 1 set. A rule that does not fit
 /// is not cached;
-/// a PC below the first page or above 2^47 is not cached. An empty slot
+/// a PC below the first page or above 2^48 (arm64's user addresses have
+/// 48 bits, x86-64's 47) is not cached. An empty slot
 /// (0) reads as [`Cached::FramePointer`] for a PC below 128, which is what
 /// the step gives such a PC anyway: the probe need not check for it.
 pub(crate) struct RuleCache([Atomic<u64>; RuleCache::SETS * RuleCache::WAYS]);
@@ -249,11 +296,11 @@ const _: () = assert!(Bits::disjoint(&[
 const _: () = assert!(RuleCache::KEY.mask() == !RuleCache::RULE.mask());
 const _: () = assert!(Bits::disjoint(&[
     CachedRule::CFA_WORDS,
-    CachedRule::FP_WORDS,
+    CachedRule::SAVED,
     CachedRule::USE_FP
 ]));
 const _: () = assert!(
-    (CachedRule::CFA_WORDS.mask() | CachedRule::FP_WORDS.mask() | CachedRule::USE_FP.mask())
+    (CachedRule::CFA_WORDS.mask() | CachedRule::SAVED.mask() | CachedRule::USE_FP.mask())
         == RuleCache::RULE.mask()
 );
 
@@ -266,11 +313,14 @@ impl RuleCache {
 
     /// The fields of a slot (see above): the rule, whether the PC is a
     /// return address minus one, the generation's low 7 bits, the PC's
-    /// bits 46-7; all but the rule are the key.
+    /// bits 47-7; all but the rule are the key. (The generation's low bits
+    /// only tell an entry a racing walk stored after the cache was emptied,
+    /// which [`SframeMm`](crate::registry::SframeMm)'s store takes back
+    /// once it sees the generation it stored with is gone.)
     const RULE: Bits = Bits::new(0, 16);
     const ADJ: Bits = Bits::new(16, 1);
-    const GEN: Bits = Bits::new(17, 7);
-    const PC: Bits = Bits::new(24, 40);
+    const GEN: Bits = Bits::new(17, 6);
+    const PC: Bits = Bits::new(23, 41);
     const KEY: Bits = Bits::new(16, 48);
 
     /// An empty cache.
@@ -283,15 +333,15 @@ impl RuleCache {
 
     /// The key of `pc` (`adj`: a return address minus one) in generation
     /// `gen`, in place (bits 63-16; the rule's bits clear); `None` for a PC
-    /// above 2^47, which the cache does not hold.
+    /// above 2^48, which the cache does not hold.
     #[inline(always)]
     fn key(pc: usize, adj: bool, gen: u64) -> Option<u64> {
         let pc = pc as u64;
-        if pc >> 47 != 0 {
+        if pc >> 48 != 0 {
             return None;
         }
         // The set says the PC's low 7 bits; the slot keeps the
-        // generation's low 7 bits.
+        // generation's low 6 bits.
         Some(Self::PC.put(pc >> 7) | Self::GEN.put(GEN_COUNT.get(gen)) | Self::ADJ.put(adj.into()))
     }
 
@@ -408,6 +458,7 @@ mod tests {
         assert!(!mm.covers(0xfff) && !mm.covers(0x2000));
         let rule = CachedRule {
             cfa_off: 16,
+            ra_off: -8,
             fp_off: -16,
             use_fp: true,
         };
@@ -418,46 +469,64 @@ mod tests {
         assert_eq!(cached(&mm, 0x1800 + (1 << 32)), None);
         assert_eq!(mm.cached(0x1800, false, mm.gen()), None);
         // Negative and largest offsets survive the packing; what does not
-        // fit is not cached.
-        for r in [
-            CachedRule {
-                cfa_off: -2048,
-                fp_off: -256,
-                use_fp: false,
-            },
-            CachedRule {
-                cfa_off: 2040,
-                fp_off: 248,
-                use_fp: true,
-            },
-            CachedRule {
-                cfa_off: 8,
-                fp_off: 0,
-                use_fp: false,
-            },
-        ] {
+        // fit is not cached. x86-64: the return address at CFA - 8.
+        let r = |cfa_off, ra_off, fp_off, use_fp| CachedRule {
+            cfa_off,
+            ra_off,
+            fp_off,
+            use_fp,
+        };
+        #[cfg(not(target_arch = "aarch64"))]
+        let (fit, no_fit) = (
+            [
+                r(-2048, -8, -256, false),
+                r(2040, -8, 248, true),
+                r(8, -8, 0, false),
+            ],
+            [r(16, -16, -16, true)],
+        );
+        // AArch64: above the saved FP (a frame record), or alone.
+        #[cfg(target_arch = "aarch64")]
+        let (fit, no_fit) = (
+            [
+                r(-2048, -248, -256, false),
+                r(2040, -248, 0, true),
+                r(8, -8, 0, false),
+                r(32, -24, -32, true),
+            ],
+            [r(16, -8, 248, true), r(16, -16, -16, true)],
+        );
+        for r in fit {
             remember(&mm, 0x1900, Cached::Rule(r));
             assert_eq!(cached(&mm, 0x1900), Some(Cached::Rule(r)));
+        }
+        for r in no_fit {
+            remember(&mm, 0x1a00, Cached::Rule(r));
+            assert_eq!(cached(&mm, 0x1a00), None);
         }
         for r in [
             CachedRule {
                 cfa_off: 2048,
+                ra_off: -8,
                 fp_off: 0,
                 use_fp: false,
             },
             CachedRule {
                 cfa_off: 20,
+                ra_off: -8,
                 fp_off: 0,
                 use_fp: false,
             },
             CachedRule {
                 cfa_off: 16,
+                ra_off: -8,
                 fp_off: -12,
                 use_fp: true,
             },
             // CFA = SP: the step refuses it; the slot means "no section".
             CachedRule {
                 cfa_off: 0,
+                ra_off: -8,
                 fp_off: 0,
                 use_fp: false,
             },
@@ -478,6 +547,7 @@ mod tests {
             0x9200,
             Cached::Rule(CachedRule {
                 cfa_off: 0,
+                ra_off: -8,
                 fp_off: 0,
                 use_fp: true,
             }),
@@ -500,6 +570,17 @@ mod tests {
         assert_eq!(cached(&mm, 0x1800), Some(Cached::Rule(rule)));
         mm.remove(0x8000)?;
         assert_eq!(cached(&mm, 0x1800), None);
+
+        // PCs up to 2^48 (arm64's libraries are mapped near its top) are
+        // kept, each apart; beyond it none is.
+        let high = (1usize << 47) + 0x1800;
+        remember(&mm, high, Cached::Rule(rule));
+        assert_eq!(cached(&mm, high), Some(Cached::Rule(rule)));
+        assert_eq!(cached(&mm, 0x1800), None);
+        remember(&mm, (1 << 48) + 0x1800, Cached::FramePointer);
+        assert_eq!(cached(&mm, (1 << 48) + 0x1800), None);
+        mm.add(sec(0x8000, 0x1000), none()?)?;
+        mm.remove(0x8000)?;
 
         // In the cache this change emptied: four PCs of one set are all
         // kept, a fifth evicts the oldest; one stored again keeps one
@@ -525,6 +606,32 @@ mod tests {
         assert_eq!(cached(&mm, p[2]), None);
         assert_eq!(cached(&mm, p[1]), Some(Cached::Rule(rule)));
         Ok(())
+    }
+
+    /// A frame rule's return address as the cache keeps it: an AArch64
+    /// frame record at the bottom of a 32-byte frame (x30 above x29) is
+    /// cached on arm64 only, the usual frame of both everywhere.
+    #[test]
+    fn frame_rules_through_the_cache() {
+        let through = |cfa_off, ra_off, fp_off| {
+            let f = bindings::unwind_user_frame {
+                cfa_off,
+                ra_off,
+                fp_off,
+                ..Default::default()
+            };
+            let w = CachedRule::of_frame(&f)?.word()?;
+            let back = CachedRule::from_word(w).frame();
+            Some((back.cfa_off, back.ra_off, back.fp_off))
+        };
+        let record = through(32, -24, -32);
+        if cfg!(target_arch = "aarch64") {
+            assert_eq!(record, Some((32, -24, -32)));
+        } else {
+            assert_eq!(record, None);
+        }
+        assert_eq!(through(16, -8, -16), Some((16, -8, -16)));
+        assert_eq!(through(16, -8, 0), Some((16, -8, 0)));
     }
 
     #[test]

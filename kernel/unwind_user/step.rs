@@ -1349,6 +1349,7 @@ mod usual_rows_tests {
         let rule = |cfa_off, fp_off, use_fp| {
             Some(Cached::Rule(CachedRule {
                 cfa_off,
+                ra_off: -8,
                 fp_off,
                 use_fp,
             }))
@@ -1406,6 +1407,7 @@ mod usual_rows_tests {
             Some(Cached::End),
             Some(Cached::Rule(CachedRule {
                 cfa_off: 8,
+                ra_off: -8,
                 fp_off: 0,
                 use_fp: false,
             })),

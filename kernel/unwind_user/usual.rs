@@ -5,8 +5,8 @@
 //! A walk through a process the profiler samples a few times in its life
 //! meets most of its PCs for the first time, and pays for each the
 //! registry's lookup: the function's binary search, then its rows'. The
-//! rows nearly all code has (CFA on SP or FP, the return address at
-//! CFA - 8, the caller's FP saved or not), as the step's [`rule`] reads
+//! rows nearly all code has (CFA on SP or FP, the return address where
+//! the rule cache keeps it, the caller's FP saved or not), as the step's [`rule`] reads
 //! them, are kept here a second time, as the ORC unwinder keeps its table: one
 //! array of text offsets, ascending, where a rule starts, the rule as the
 //! rule cache's slot holds it, and an index by text block into the array,
@@ -320,9 +320,9 @@ impl UsualRows {
     /// (sorted by start, relative to the text), whose rows are `rows`,
     /// the first of function `i` at `row_first[i]`, and whose text is
     /// `code`. None if the section puts every return address anywhere but
-    /// at CFA - 8 (the rule cache's only place), or if its text is 4 GiB
-    /// or larger. (A section with no fixed place, AArch64's, says where in
-    /// each row: a row with it elsewhere takes the full lookup.)
+    /// at CFA - 8, or if its text is 4 GiB or larger. (A section with no
+    /// fixed place, AArch64's, says where in each row: a row with it
+    /// elsewhere than the rule cache keeps it takes the full lookup.)
     pub(crate) fn build(
         header: &sframe::Header,
         packed: &[sframe::PackedFde],
