@@ -95,11 +95,13 @@ impl CachedRule {
 
     /// The [`SAVED`](Self::SAVED) field of the rule, signed, if it has
     /// one. x86-64: the FP's offset in words (0: not saved), the return
-    /// address being at CFA - 8, where `call` pushes it. AArch64: below 0,
-    /// the FP's offset in words, the return address in the word above it
-    /// (a frame record `{x29, x30}`, wherever it is in the frame); above
-    /// 0, minus the return address's offset in words, the FP not saved
-    /// (x30 saved alone).
+    /// address being at CFA - 8, where `call` pushes it. AArch64: 0, a
+    /// frame record `{x29, x30}` at the bottom of the frame (the FP at
+    /// minus the CFA's offset, the return address in the word above it),
+    /// where compilers put it; below 0, the FP's offset in words, the
+    /// return address above it (a record elsewhere); above 0, minus the
+    /// return address's offset in words, the FP not saved (x30 saved
+    /// alone).
     #[inline]
     fn saved(self) -> Option<i64> {
         if self.fp_off % 8 != 0 || self.ra_off % 8 != 0 {
@@ -109,6 +111,7 @@ impl CachedRule {
         let v = if cfg!(target_arch = "aarch64") {
             match (fp, ra) {
                 (0, ra) if ra < 0 => -ra,
+                (fp, ra) if fp < 0 && ra == fp + 1 && fp * 8 == -i64::from(self.cfa_off) => 0,
                 (fp, ra) if fp < 0 && ra == fp + 1 => fp,
                 _ => return None,
             }
@@ -120,14 +123,15 @@ impl CachedRule {
         Self::SAVED.fits_signed(v).then_some(v)
     }
 
-    /// The (`fp_off`, `ra_off`) of [`saved`](Self::saved) field `v`.
+    /// The (`fp_off`, `ra_off`) of [`saved`](Self::saved) field `v` in a
+    /// rule whose CFA is at `cfa_off`.
     #[inline(always)]
-    fn of_saved(v: i32) -> (i32, i32) {
+    fn of_saved(v: i32, cfa_off: i32) -> (i32, i32) {
         if cfg!(target_arch = "aarch64") {
-            if v < 0 {
-                (v * 8, v * 8 + 8)
-            } else {
-                (0, -v * 8)
+            match v {
+                0 => (-cfa_off, 8 - cfa_off),
+                v if v < 0 => (v * 8, v * 8 + 8),
+                v => (0, -v * 8),
             }
         } else {
             (v * 8, -8)
@@ -153,9 +157,10 @@ impl CachedRule {
     pub(crate) fn from_word(w: u16) -> CachedRule {
         let w = u64::from(w);
         // Fields of 9 and 6 bits, times 8: the casts lose nothing.
-        let (fp_off, ra_off) = Self::of_saved(Self::SAVED.get_signed(w) as i32);
+        let cfa_off = Self::CFA_WORDS.get_signed(w) as i32 * 8;
+        let (fp_off, ra_off) = Self::of_saved(Self::SAVED.get_signed(w) as i32, cfa_off);
         CachedRule {
-            cfa_off: Self::CFA_WORDS.get_signed(w) as i32 * 8,
+            cfa_off,
             ra_off,
             fp_off,
             use_fp: Self::USE_FP.get(w) != 0,
@@ -493,6 +498,9 @@ mod tests {
                 r(2040, -248, 0, true),
                 r(8, -8, 0, false),
                 r(32, -24, -32, true),
+                // A record at the bottom of a frame of any size that fits.
+                r(2040, -2032, -2040, false),
+                r(1120, -1112, -1120, true),
             ],
             [r(16, -8, 248, true), r(16, -16, -16, true)],
         );
