@@ -83,7 +83,7 @@ CORPUS_SRCS := $(wildcard $(CORPUS)/src/*) $(addprefix $(CORPUS)/,generate.sh to
 PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.c \
 	harness/producers/sframe_cxx_test.cc \
 	$(addprefix tools/testing/selftests/unwind_user/,sframe_unwind_test.c \
-		unwind_user_test.c unwind_user_test.h)
+		unwind_user_test.c unwind_user_test.h sframe_gen.h)
 SERIES_DIR ?= $(KBUILD_DIR)/series
 # sframe_libc_test's LD_AUDIT module (tools/unwind_user/audit) and its cache
 # (harness/stage-audit.sh): the sections sframe-synth makes from the host's
@@ -220,6 +220,25 @@ kernel-arm64: arm64-deps apply $(OUT_ARM64)/.config
 
 check-arm64: kernel-arm64
 	@harness/check-arm64.sh $(REPO) $(KBUILD_DIR) $(OUT_ARM64) $(ARM64_DIR) $(BOOT_TIMEOUT)
+
+# make bench-arm64: make bench's step and cold phases on the arm64 kernel
+# configured as make bench's (harness/configs/prod.config merged after the
+# arm64 fragments), under qemu-system-aarch64 -icount (bench/run-bench-arm64.sh).
+OUT_ARM64_PROD := $(KBUILD_DIR)/build-arm64-prod
+KMAKE_ARM64_PROD := $(KMAKE_ANY) O=$(OUT_ARM64_PROD) ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-
+.PHONY: kernel-arm64-prod bench-arm64
+
+$(OUT_ARM64_PROD)/.config: $(ARM64_CONFIG) harness/configs/prod.config \
+		$(wildcard kernel/unwind_user/Kconfig) | apply arm64-deps
+	$(call kconfig,$(OUT_ARM64_PROD),$(ARM64_CONFIG),$(KMAKE_ARM64_PROD),harness/configs/prod.config,harness/configs/prod.config)
+
+kernel-arm64-prod: arm64-deps apply $(OUT_ARM64_PROD)/.config
+	$(KMAKE_ARM64_PROD) Image
+	@echo "kernel-arm64-prod: $(OUT_ARM64_PROD)/arch/arm64/boot/Image"
+
+bench-arm64: kernel-arm64-prod
+	@GUEST_ICOUNT=$(BENCH_ICOUNT) bench/run-bench-arm64.sh $(OUT_ARM64_PROD)/arch/arm64/boot/Image \
+		$(ARM64_DIR)/root/bin/busybox $(KBUILD_DIR)/bench-arm64 $(BOOT_TIMEOUT)
 
 kernel-systemd: apply $(OUT_SD)/.config
 	$(KMAKE_SD) bzImage

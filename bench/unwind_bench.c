@@ -99,10 +99,25 @@ __attribute__((noipa)) long raw_write(int fd, const void *buf, size_t n)
 	long ret;
 
 	asm volatile("" : : "r"(__builtin_frame_address(0)));
+#ifdef __aarch64__
+	{
+		register long x0 asm("x0") = fd;
+		register long x1 asm("x1") = (long)buf;
+		register long x2 asm("x2") = n;
+		register long x8 asm("x8") = 64;	/* __NR_write */
+
+		asm volatile("svc #0"
+			     : "+r"(x0)
+			     : "r"(x1), "r"(x2), "r"(x8)
+			     : "memory");
+		ret = x0;
+	}
+#else
 	asm volatile("syscall"
 		     : "=a"(ret)
 		     : "0"(1L), "D"((long)fd), "S"(buf), "d"(n)
 		     : "rcx", "r11", "memory");
+#endif
 	return ret;
 }
 

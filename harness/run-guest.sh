@@ -56,6 +56,12 @@ if [ "$ARCH" = arm64 ]; then
 	# the implementation-defined algorithm: QARMA5, the architected one,
 	# is slow to emulate, and the kernel signs its own return addresses.
 	QACCEL=(-M virt -accel tcg -cpu max,pauth-impdef=on)
+	# GUEST_ICOUNT as below (make bench-arm64).
+	if [ -n "${GUEST_ICOUNT:-}" ]; then
+		ACCEL=tcg-icount
+		QACCEL=(-M virt -accel tcg,thread=single -cpu max,pauth-impdef=on
+			-icount "shift=$GUEST_ICOUNT,sleep=off")
+	fi
 elif [ "$ACCEL" = kvm ]; then
 	QACCEL=(-enable-kvm -cpu host)
 elif [ -n "${GUEST_ICOUNT:-}" ]; then
