@@ -95,25 +95,28 @@ impl CachedRule {
 
     /// The [`SAVED`](Self::SAVED) field of the rule, signed, if it has
     /// one. x86-64: the FP's offset in words (0: not saved), the return
-    /// address being at CFA - 8, where `call` pushes it. AArch64: 0, a
-    /// frame record `{x29, x30}` at the bottom of the frame (the FP at
-    /// minus the CFA's offset, the return address in the word above it),
-    /// where compilers put it; below 0, the FP's offset in words, the
-    /// return address above it (a record elsewhere); above 0, minus the
-    /// return address's offset in words, the FP not saved (x30 saved
-    /// alone).
+    /// address being at CFA - 8, where `call` pushes it. AArch64, where
+    /// compilers save x30 in a frame record `{x29, x30}` (x29 first) or,
+    /// without frame pointers, alone, near the top or the bottom of the
+    /// frame (the bottom: the CFA minus its offset):
+    ///
+    /// - -32 to -1: a record, x29 at that many words from the CFA;
+    /// - 0 to 15: a record, x29 at that many words above the bottom;
+    /// - 16 to 31: x30 alone, at that many words minus 16 above the bottom.
     #[inline]
     fn saved(self) -> Option<i64> {
-        if self.fp_off % 8 != 0 || self.ra_off % 8 != 0 {
+        if self.cfa_off % 8 != 0 || self.fp_off % 8 != 0 || self.ra_off % 8 != 0 {
             return None;
         }
+        let cfa = i64::from(self.cfa_off / 8);
         let (fp, ra) = (i64::from(self.fp_off / 8), i64::from(self.ra_off / 8));
         let v = if cfg!(target_arch = "aarch64") {
+            let above_bottom = |off: i64| Some(off + cfa).filter(|k| (0..16).contains(k));
             match (fp, ra) {
-                (0, ra) if ra < 0 => -ra,
-                (fp, ra) if fp < 0 && ra == fp + 1 && fp * 8 == -i64::from(self.cfa_off) => 0,
-                (fp, ra) if fp < 0 && ra == fp + 1 => fp,
-                _ => return None,
+                (0, ra) => above_bottom(ra)? + 16,
+                (fp, ra) if ra != fp + 1 => return None,
+                (fp, _) if (-32..0).contains(&fp) => fp,
+                (fp, _) => above_bottom(fp)?,
             }
         } else if ra == -1 {
             fp
@@ -128,11 +131,12 @@ impl CachedRule {
     #[inline(always)]
     fn of_saved(v: i32, cfa_off: i32) -> (i32, i32) {
         if cfg!(target_arch = "aarch64") {
-            match v {
-                0 => (-cfa_off, 8 - cfa_off),
-                v if v < 0 => (v * 8, v * 8 + 8),
-                v => (0, -v * 8),
-            }
+            let fp = match v {
+                16.. => return (0, (v - 16) * 8 - cfa_off),
+                0.. => v * 8 - cfa_off,
+                _ => v * 8,
+            };
+            (fp, fp + 8)
         } else {
             (v * 8, -8)
         }
@@ -490,19 +494,26 @@ mod tests {
             ],
             [r(16, -16, -16, true)],
         );
-        // AArch64: above the saved FP (a frame record), or alone.
+        // AArch64: above the saved FP (a frame record), or alone; near the
+        // top of the frame, or near its bottom.
         #[cfg(target_arch = "aarch64")]
         let (fit, no_fit) = (
             [
                 r(-2048, -248, -256, false),
-                r(2040, -248, 0, true),
                 r(8, -8, 0, false),
                 r(32, -24, -32, true),
-                // A record at the bottom of a frame of any size that fits.
                 r(2040, -2032, -2040, false),
                 r(1120, -1112, -1120, true),
+                r(1152, -1112, -1120, false),
+                r(336, -328, 0, false),
+                r(1104, -1056, 0, false),
             ],
-            [r(16, -8, 248, true), r(16, -16, -16, true)],
+            [
+                r(16, -8, 248, true),
+                r(16, -16, -16, true),
+                r(2040, -8, 0, false),
+                r(1152, -1000, -1008, false),
+            ],
         );
         for r in fit {
             remember(&mm, 0x1900, Cached::Rule(r));
