@@ -911,6 +911,13 @@ TEST_F_TIMEOUT(hostile, threads_register_unregister, 120)
 	ASSERT_NE(MAP_FAILED, text);
 	ASSERT_NE(MAP_FAILED, secs);
 	ASSERT_EQ(0, reg(&self->j, write_valid(&self->j, NULL)));
+	/*
+	 * sample_stacks() clears its 16 MiB of stacks first, pages this
+	 * process has not touched: fault them in now. Where page faults are
+	 * slow (arm64 under emulation) the workers' rounds would otherwise be
+	 * over before the sampling starts.
+	 */
+	memset(&stacks, 0, sizeof(stacks));
 
 	t0 = now_seconds();
 	for (i = 0; i < NR_THREADS; i++) {

@@ -61,8 +61,15 @@ void spin_nofde(unsigned long loops, unsigned long ra);
 extern const char spin_nofde_loop[], spin_nofde_loop_end[];
 
 #ifdef __aarch64__
+/*
+ * The loop's labels global: the C code reaches them through the GOT, and
+ * a GOT entry of a local label (the section's symbol plus an addend,
+ * which ld drops) would give both the function's start.
+ */
 asm(".pushsection .text\n"
 	"	.globl	spin_nofde\n"
+	"	.globl	spin_nofde_loop\n"
+	"	.globl	spin_nofde_loop_end\n"
 	"	.type	spin_nofde, %function\n"
 	"spin_nofde:\n"
 	"	stp	x29, x30, [sp, #-32]!\n"

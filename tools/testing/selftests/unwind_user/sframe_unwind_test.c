@@ -94,6 +94,8 @@ static struct stacks stacks;
  * whole at sample time) and the deferred ones.
  */
 static unsigned int stacks_read, stacks_whole, stacks_deferred;
+/* Of the stacks the samples carried, those without the sample's IP first. */
+static unsigned int stacks_not_at_ip;
 
 /*
  * Sample @work (deferred, or at sample time with @sync) in rounds until at
@@ -115,6 +117,7 @@ static struct tally sample_chain(void (*work)(void *), void *arg, bool sync,
 		stacks_read += stacks.nr;
 		stacks_whole += stacks.whole;
 		stacks_deferred += stacks.deferred;
+		stacks_not_at_ip += stacks.not_at_ip;
 		r = check(&stacks, verbose);
 		t.in_chain += r.in_chain;
 		t.complete += r.complete;
@@ -154,13 +157,14 @@ TEST_F(unwind, deep_chain_complete)
 
 	ASSERT_EQ(0, unwind_query(&before));
 	ASSERT_EQ(1, before.nr_sections);
-	stacks_read = stacks_whole = stacks_deferred = 0;
+	stacks_read = stacks_whole = stacks_deferred = stacks_not_at_ip = 0;
 	t = sample_chain(run_chain, &n, false, 1, &err);
 	ASSERT_EQ(0, err);
 	ASSERT_EQ(0, unwind_query(&after));
 	printf("# in chain %d, complete %d, wrong %d; stacks walked whole at sample time %u, deferred %u\n",
 	       t.in_chain, t.complete, t.wrong, stacks_whole, stacks_deferred);
 	EXPECT_GT(stacks_whole, stacks_deferred);
+	EXPECT_EQ(0, stacks_not_at_ip) TH_LOG("stacks walked at sample time without their first frame");
 	printf("# counters: unwinds %llu sframe_frames %llu fp_fallbacks %llu errors %llu\n",
 	       after.unwinds - before.unwinds,
 	       after.sframe_frames - before.sframe_frames,
@@ -300,6 +304,7 @@ static void sample_time_check(struct __test_metadata *_metadata,
 	int err;
 
 	ASSERT_EQ(0, unwind_query(&before));
+	stacks_not_at_ip = 0;
 	t = sample_chain(work, arg, true, 1, &err);
 	ASSERT_EQ(0, err);
 	ASSERT_EQ(0, unwind_query(&after));
@@ -308,6 +313,8 @@ static void sample_time_check(struct __test_metadata *_metadata,
 	       t.in_chain, t.complete, t.wrong, t.invented,
 	       after.nofault_frames - before.nofault_frames, faults);
 	ASSERT_GE(t.in_chain, 20);
+	/* The interrupted instruction first: the stack's frame 0. */
+	EXPECT_EQ(0, stacks_not_at_ip) TH_LOG("stacks without their first frame");
 	EXPECT_EQ(0, t.invented);
 	EXPECT_LE(t.wrong, faults);
 	EXPECT_GE(faults, min_faults);

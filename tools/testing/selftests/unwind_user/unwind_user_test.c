@@ -73,6 +73,9 @@ static void drain(struct perf_event_mmap_page *meta, char *data, size_t size,
 				for (k = 0; k < nr && st->nr < MAX_DEPTH; k++)
 					if (p[3 + k] < (uint64_t)PERF_CONTEXT_MAX)
 						st->ip[st->nr++] = p[3 + k];
+				if ((hdr.misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+				    PERF_RECORD_MISC_USER && (!st->nr || st->ip[0] != p[0]))
+					out->not_at_ip++;
 				if (!out->sync)
 					out->whole++;
 			}

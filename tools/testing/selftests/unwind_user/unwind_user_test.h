@@ -64,6 +64,11 @@ struct stacks {
 	 */
 	unsigned int whole;
 	unsigned int deferred;
+	/*
+	 * Stacks of samples of user mode that do not start at the sample's
+	 * IP: their first frame, the interrupted instruction, is missing.
+	 */
+	unsigned int not_at_ip;
 	struct ustack s[MAX_STACKS];
 };
 
