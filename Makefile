@@ -83,7 +83,7 @@ CORPUS_SRCS := $(wildcard $(CORPUS)/src/*) $(addprefix $(CORPUS)/,generate.sh to
 PRODUCER_SRCS := harness/producers/build.sh harness/producers/sframe_unwind_one.c \
 	harness/producers/sframe_cxx_test.cc \
 	$(addprefix tools/testing/selftests/unwind_user/,sframe_unwind_test.c \
-		unwind_user_test.c unwind_user_test.h sframe_gen.h)
+		unwind_user_test.c unwind_user_test.h)
 SERIES_DIR ?= $(KBUILD_DIR)/series
 # sframe_libc_test's LD_AUDIT module (tools/unwind_user/audit) and its cache
 # (harness/stage-audit.sh): the sections sframe-synth makes from the host's

@@ -59,7 +59,7 @@ trap 'rm -rf "$WORK"' EXIT
 # The tests include "../kselftest_harness.h": the same layout as the tree.
 mkdir -p "$WORK/selftests/unwind_user"
 cp "$KSELF/kselftest.h" "$KSELF/kselftest_harness.h" "$WORK/selftests/"
-cp "$REPO"/tools/testing/selftests/unwind_user/{sframe_unwind_test.c,unwind_user_test.c,unwind_user_test.h,sframe_gen.h} \
+cp "$REPO"/tools/testing/selftests/unwind_user/{sframe_unwind_test.c,unwind_user_test.c,unwind_user_test.h} \
 	"$HERE/sframe_unwind_one.c" "$HERE/sframe_cxx_test.cc" "$WORK/selftests/unwind_user/"
 cd "$WORK/selftests/unwind_user"
 

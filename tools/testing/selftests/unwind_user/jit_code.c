@@ -256,23 +256,10 @@ long jit_unregister(struct jit *j)
 
 void jit_add_syms(const struct jit *j)
 {
-	struct sfg_func f[JIT_NR_FUNCS];
-	unsigned int i, k;
+	unsigned int i;
 
-	jit_funcs(j, f);
-	for (i = 0; i < JIT_NR_FUNCS; i++) {
+	for (i = 0; i < JIT_NR_FUNCS; i++)
 		sym_add(j->fn[i].name, j->fn[i].start, j->fn[i].size);
-		/* AArch64: the rows where the RA is in the link register. */
-		if (SFG_FIXED_RA)
-			continue;
-		for (k = 0; k < f[i].nr_fres; k++) {
-			const struct sfg_fre *r = &f[i].fres[k];
-			uint32_t end = k + 1 < f[i].nr_fres ? r[1].start : f[i].size;
-
-			if (!r->ra_off)
-				sym_add_ra_in_lr(f[i].start + r->start, end - r->start);
-		}
-	}
 }
 
 void jit_free(struct jit *j)
@@ -289,7 +276,6 @@ void __attribute__((noipa)) jit_spin(void)
 {
 	unsigned long i, x = jit_sink;
 
-	save_ra();
 	for (i = 0; i < jit_spin_loops; i++)
 		x = x * 6364136223846793005ul + 1;
 	jit_sink = x;

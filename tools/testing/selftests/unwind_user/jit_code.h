@@ -22,7 +22,8 @@
  * again: the section has a row for every instruction boundary where the
  * CFA, the FP or (AArch64) the RA rule changes. On AArch64 the return
  * address is in the link register at each function's first instruction
- * and at its ret, where the kernel ends a walk.
+ * and at its ret, where the kernel takes it from x30 if that frame is the
+ * interrupted one.
  *
  * The window is two pages mapped together: the code page (written RW, then
  * made RX) and the page after it (RW) holding the section, so that the

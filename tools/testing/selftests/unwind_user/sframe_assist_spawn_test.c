@@ -20,6 +20,10 @@
  *   tools that know nothing of the assist records), beside one with
  *   defer_assist whose unwinds are answered: the old event sees at most one
  *   PERF_RECORD_CALLCHAIN_DEFERRED per cookie, none of them an answer.
+ *
+ * arm64: the kernel refuses to opt in (UNWIND_USER_ASSIST_ENABLE gives
+ * EOPNOTSUPP), and every test here skips; sframe_assist_test checks the
+ * refusal.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -400,6 +404,9 @@ FIXTURE_SETUP(assist)
 		.sa_flags = SA_SIGINFO | SA_RESTART,
 	};
 
+#ifdef __aarch64__
+	SKIP(return, "arm64: user-assisted unwinding is refused (UNWIND_USER_ASSIST_ENABLE gives EOPNOTSUPP: its signal would turn a pending system call restart into EINTR)");
+#endif
 	answer[0] = (uintptr_t)spin_for;
 	answer[1] = (uintptr_t)spawn_one;
 	memset(&self->c, 0, sizeof(self->c));

@@ -49,7 +49,6 @@ void __attribute__((noipa)) spin_cb(void)
 {
 	unsigned long i, x = sink;
 
-	save_ra();
 	for (i = 0; i < 3000; i++)
 		x = x * 2862933555777941757ul + 3037000493ul;
 	sink = x;

@@ -58,7 +58,6 @@ __attribute__((noipa)) long raw_write(int fd, const void *buf, size_t n)
 	register long x2 asm("x2") = n;
 	register long x8 asm("x8") = __NR_write;
 
-	save_ra();
 	asm volatile("svc #0"
 		     : "+r"(x0)
 		     : "r"(x1), "r"(x2), "r"(x8)

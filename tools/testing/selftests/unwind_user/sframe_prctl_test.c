@@ -135,7 +135,6 @@ static void __attribute__((noipa)) spin(void *arg)
 {
 	unsigned long i, n = *(unsigned long *)arg, x = 1;
 
-	save_ra();
 	for (i = 0; i < n; i++)
 		x = x * 6364136223846793005ul + 1442695040888963407ul;
 	sink = x;

@@ -278,7 +278,6 @@ unsigned long __attribute__((noipa)) exec_leaf(unsigned long x)
 {
 	unsigned long i;
 
-	save_ra();
 	for (i = 0; i < 1000; i++)
 		x = x * 2862933555777941757ul + 3037000493ul;
 	return x;
@@ -373,7 +372,6 @@ unsigned long __attribute__((noipa)) rec_leaf(unsigned long x)
 {
 	unsigned long i;
 
-	save_ra();
 	for (i = 0; i < 3000; i++)
 		x = x * 6364136223846793005ul + 1442695040888963407ul;
 	return x;
@@ -440,7 +438,7 @@ static struct rec_tally check_rec(const struct stacks *s, int depth)
 
 		if ((int)st->nr > t.longest)
 			t.longest = st->nr;
-		if ((!leaf && !is(st, 0, "rec")) || stack_cut_at_lr(st))
+		if (!leaf && !is(st, 0, "rec"))
 			continue;
 		for (k = first; k < st->nr && is(st, k, "rec"); k++)
 			;

@@ -85,7 +85,6 @@ unsigned long __attribute__((noipa)) sig_work(unsigned long x)
 {
 	unsigned long i;
 
-	save_ra();
 	for (i = 0; i < 20000; i++)
 		x = x * 6364136223846793005ul + 1;
 	return x;
@@ -100,7 +99,6 @@ unsigned long __attribute__((noipa)) main_leaf(unsigned long x)
 {
 	unsigned long i;
 
-	save_ra();
 	for (i = 0; i < 2000; i++)
 		x = x * 2862933555777941757ul + 3037000493ul;
 	return x;
@@ -168,8 +166,7 @@ static void classify(struct sig_result *r, const struct ustack *st,
 	unsigned int h = is(st, 0, "sig_work") ? 1 : 0;
 	const char *next;
 
-	if ((!is(st, 0, "sig_work") && !is(st, 0, "sig_handler")) ||
-	    stack_cut_at_lr(st))
+	if (!is(st, 0, "sig_work") && !is(st, 0, "sig_handler"))
 		return;
 	r->in_handler++;
 	if (!is(st, h, "sig_handler") || h + 1 >= st->nr ||
@@ -183,12 +180,6 @@ static void classify(struct sig_result *r, const struct ustack *st,
 		r->ends++;
 		return;
 	}
-	/*
-	 * arm64: interrupted where its return address was in the link
-	 * register, which the signal frame's registers do not give the walk.
-	 */
-	if (h + 3 == st->nr && ra_in_lr(st->ip[h + 2]))
-		return;
 	next = sym_name(st->ip[h + 2]);
 	if (next && (!strcmp(next, "main_leaf") || !strcmp(next, "main_loop"))) {
 		if (is(st, h + 3, "main_loop") || !strcmp(next, "main_loop")) {

@@ -38,7 +38,6 @@ NOIPA unsigned long leaf(unsigned long x)
 {
 	unsigned long i;
 
-	save_ra();
 	for (i = 0; i < 200; i++)
 		x = x * 2862933555777941757ul + 3037000493ul;
 	return x;
@@ -401,8 +400,7 @@ static void qsort_check(const struct stacks *s, struct tally *t, int verbose)
 		const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
 		bool named = true, in_qsort = false;
 
-		if (!top || (strcmp(top, "leaf") && strcmp(top, "cmp_leaf")) ||
-		    stack_cut_at_lr(st))
+		if (!top || (strcmp(top, "leaf") && strcmp(top, "cmp_leaf")))
 			continue;
 		t->in_chain++;
 		k = strcmp(top, "leaf") ? 1 : 2;

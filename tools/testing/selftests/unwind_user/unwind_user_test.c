@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "unwind_user_test.h"
-#include "sframe_gen.h"
 
 #ifndef PERF_RECORD_CALLCHAIN_DEFERRED
 #define PERF_RECORD_CALLCHAIN_DEFERRED 22
@@ -407,24 +406,9 @@ void sym_add(const char *name, uint64_t addr, uint64_t size)
 		added[nadded++] = (struct sym){ addr, size, name };
 }
 
-#ifdef __aarch64__
-/* Rows of generated code that keep the RA in the link register. */
-static struct sym added_lr[MAX_ADDED];
-static unsigned int nadded_lr;
-
-void sym_add_ra_in_lr(uint64_t addr, uint64_t size)
-{
-	if (nadded_lr < MAX_ADDED)
-		added_lr[nadded_lr++] = (struct sym){ addr, size, NULL };
-}
-#endif
-
 void sym_clear_added(void)
 {
 	nadded = 0;
-#ifdef __aarch64__
-	nadded_lr = 0;
-#endif
 }
 
 const char *sym_name(uint64_t ip)
@@ -542,88 +526,6 @@ __attribute__((constructor)) static void register_self(void)
 		self_sframe(&sec);
 }
 
-#ifdef __aarch64__
-static uint32_t get_u32(const uint8_t *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint32_t get_uint(const uint8_t *p, unsigned int size)
-{
-	return size == 1 ? p[0] : size == 2 ? p[0] | p[1] << 8 : get_u32(p);
-}
-
-/*
- * The executable's .sframe, read in place (V1 or V2, AArch64): does the
- * row of @ip give its return address no offset (data words: the CFA's
- * only, or an RA offset of 0 before the FP's)?
- */
-static bool sframe_ra_in_lr(uint64_t ip)
-{
-	const uint8_t *s = (const uint8_t *)(uintptr_t)sframe_sh_addr;
-	size_t size = sframe_sh_size, fdes, fres, fde_size, off, p;
-	unsigned int i, k, n;
-
-	if (size < SFRAME_HDR_SIZE || get_uint(s + SFH_MAGIC, 2) != SFRAME_MAGIC ||
-	    s[SFH_ABI] != SFRAME_ABI_AARCH64_ENDIAN_LITTLE || s[SFH_FIXED_RA])
-		return false;
-	if (s[SFH_VERSION] == 1)
-		fde_size = 17;
-	else if (s[SFH_VERSION] == SFRAME_VERSION_2)
-		fde_size = SFRAME_FDE_SIZE;
-	else
-		return false;
-	fdes = SFRAME_HDR_SIZE + s[SFH_AUXHDR_LEN] + get_u32(s + SFH_FDES_OFF);
-	fres = SFRAME_HDR_SIZE + s[SFH_AUXHDR_LEN] + get_u32(s + SFH_FRES_OFF);
-	n = get_u32(s + SFH_NUM_FDES);
-	for (i = 0; i < n && fdes + (i + 1) * fde_size <= size; i++) {
-		unsigned int asz, info, nr_fres;
-		uint64_t start;
-		bool lr = false;
-
-		off = fdes + i * fde_size;
-		start = sframe_sh_addr + (int32_t)get_u32(s + off + SFD_START);
-		if (s[SFH_VERSION] == SFRAME_VERSION_2 &&
-		    (s[SFH_FLAGS] & SFRAME_F_FDE_FUNC_START_PCREL))
-			start += off;
-		if (ip < start || ip - start >= get_u32(s + off + SFD_SIZE))
-			continue;
-		info = s[off + SFD_INFO];
-		if (info & SFRAME_FDE_TYPE_PCMASK)
-			return false;
-		asz = (info & 0xf) == SFRAME_FRE_TYPE_ADDR1 ? 1 :
-		      (info & 0xf) == SFRAME_FRE_TYPE_ADDR2 ? 2 : 4;
-		nr_fres = get_u32(s + off + SFD_NUM_FRES);
-		p = fres + get_u32(s + off + SFD_FRE_OFF);
-		for (k = 0; k < nr_fres && p + asz + 1 <= size; k++) {
-			unsigned int fi = s[p + asz], words = (fi >> 1) & 0xf;
-			unsigned int ws = 1u << ((fi >> 5) & 3);
-
-			if (get_uint(s + p, asz) > ip - start)
-				break;
-			if (p + asz + 1 + words * ws > size)
-				return false;
-			/* The second word is the RA's, a signed offset. */
-			lr = words == 1 ||
-			     (words > 1 && !get_uint(s + p + asz + 1 + ws, ws));
-			p += asz + 1 + words * ws;
-		}
-		return lr;
-	}
-	return false;
-}
-
-bool ra_in_lr(uint64_t ip)
-{
-	unsigned int i;
-
-	for (i = 0; i < nadded_lr; i++)
-		if (ip >= added_lr[i].addr && ip < added_lr[i].addr + added_lr[i].size)
-			return true;
-	return sframe_ra_in_lr(ip);
-}
-#endif
-
 int stack_matches(const struct ustack *st, const char *const *names, int n)
 {
 	unsigned int i;
@@ -695,8 +597,6 @@ struct tally chain_check(const struct stacks *s, const char *const *chain,
 		const char *top = st->nr ? sym_name(st->ip[0]) : NULL;
 		int r = -1;
 
-		if (stack_cut_at_lr(st))
-			continue;
 		for (k = 0; top && k < n - 1; k++) {
 			if (!strcmp(top, chain[k])) {
 				r = stack_matches(st, chain + k, n - k);

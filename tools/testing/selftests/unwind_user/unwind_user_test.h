@@ -37,22 +37,6 @@ struct ustack {
 	uint64_t ip[MAX_DEPTH];
 };
 
-/*
- * arm64: a function that calls nothing keeps its return address in the
- * link register, as any function does before its prologue saves it and
- * after its epilogue restores it. The SFrame rows there give no return
- * address, and the kernel ends a walk at such a frame, by design. The
- * tests' sampled functions that call nothing start with save_ra(), which
- * makes them save it in their prologue, so that stacks sampled in them go
- * on; on x86-64 the call leaves it on the stack, and save_ra() is nothing.
- */
-static inline __attribute__((always_inline)) void save_ra(void)
-{
-#ifdef __aarch64__
-	asm volatile("" ::: "x30");
-#endif
-}
-
 struct stacks {
 	unsigned int nr;		/* user stacks read */
 	bool sync;			/* from the samples, not deferred */
@@ -155,35 +139,6 @@ static inline long file_detach(int fd)
  */
 int stack_matches(const struct ustack *st, const char *const *names, int n);
 
-#ifdef __aarch64__
-/*
- * Is @ip at a row that keeps the return address in the link register: in
- * this executable's .sframe (after sym_init()), or in generated code
- * sym_add_ra_in_lr() named?
- */
-bool ra_in_lr(uint64_t ip);
-/* [@addr, @addr + @size) is such a row; forgotten by sym_clear_added(). */
-void sym_add_ra_in_lr(uint64_t addr, uint64_t size);
-#else
-static inline bool ra_in_lr(uint64_t ip)
-{
-	return false;
-}
-
-static inline void sym_add_ra_in_lr(uint64_t addr, uint64_t size)
-{
-}
-#endif
-
-/*
- * A stack the kernel ended at its first frame, whose return address is
- * still in the link register (arm64): no caller to check.
- */
-static inline bool stack_cut_at_lr(const struct ustack *st)
-{
-	return st->nr == 1 && ra_in_lr(st->ip[0]);
-}
-
 /* Does some frame of @st have the symbol @name? */
 bool stack_has(const struct ustack *st, const char *name);
 
@@ -199,10 +154,12 @@ struct tally {
 
 /*
  * Check the stacks of @s against the call chain @chain[0..@n) (innermost
- * first). A stack counts if its first frame is in one of @chain[0..n-1)
- * and it was not cut there (stack_cut_at_lr()); from there each frame must
- * be the next caller of the chain, to its end, and (unless @root is NULL)
- * some later frame must be @root. Up to @verbose wrong stacks are printed.
+ * first). A stack counts if its first frame is in one of @chain[0..n-1);
+ * from there each frame must be the next caller of the chain, to its end,
+ * and (unless @root is NULL) some later frame must be @root. On arm64 too,
+ * a first frame whose return address is still in x30 (a leaf, a prologue
+ * before the save, an epilogue after the restore) must go on to its
+ * caller. Up to @verbose wrong stacks are printed.
  */
 struct tally chain_check(const struct stacks *s, const char *const *chain,
 			 int n, const char *root, int verbose);
