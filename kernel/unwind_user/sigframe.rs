@@ -67,6 +67,15 @@ mod layout {
 /// trampoline, the stack pointer locates the `ucontext` the kernel saved,
 /// whose `uc_mcontext` holds the interrupted registers.
 pub(crate) fn unwind(state: &mut bindings::unwind_user_state, mem: UserMem) -> Result {
+    // After a frame-pointer step on arm64 the SP is the frame record's
+    // address plus 16, not the handler's caller's SP: the `rt_sigframe` is
+    // not there, and what would be read as its registers is the handler's
+    // own frame. The record cannot say where the signal frame is (its
+    // size varies with the CPU's extra state).
+    #[cfg(target_arch = "aarch64")]
+    if state.sp_unknown {
+        return Err(EINVAL);
+    }
     let mc = state.sp.checked_add(layout::MCONTEXT).ok_or(EFAULT)?;
     let reg = |off: usize| mem.read_word(mc.checked_add(off).ok_or(EFAULT)?);
     let ip = reg(layout::IP)?;
