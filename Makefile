@@ -142,7 +142,8 @@ export LIBCLANG_PATH := /usr/lib/llvm-19/lib
 	host-test kernel-clippy selftests initramfs clean-build perf fresh-root \
 	kernel-prod kernel-prod-off bench-hooks bench-debug profile producers bisect-check kernel-vng vng \
 	vng-deps kselftest-vng oracle system startup corpus kernel-kasan check-kasan \
-	kernel-systemd systemd arm64-deps kernel-arm64 check-arm64
+	kernel-systemd systemd arm64-deps kernel-arm64 check-arm64 arm64-root \
+	perf-arm64 oracle-arm64
 
 deps:
 	@harness/install-deps.sh
@@ -218,8 +219,27 @@ kernel-arm64: arm64-deps apply $(OUT_ARM64)/.config
 	$(KMAKE_ARM64) Image
 	@echo "kernel-arm64: $(OUT_ARM64)/arch/arm64/boot/Image"
 
-check-arm64: kernel-arm64
-	@harness/check-arm64.sh $(REPO) $(KBUILD_DIR) $(OUT_ARM64) $(ARM64_DIR) $(BOOT_TIMEOUT)
+# Debian's arm64 busybox and libraries, unpacked: the arm64 guests' root.
+arm64-root: arm64-deps
+	@harness/arm64-root.sh $(ARM64_DIR)/root
+
+# It also runs make oracle-arm64's comparison, and reports it with its own.
+check-arm64: kernel-arm64 arm64-root perf-arm64
+	@harness/check-arm64.sh $(REPO) $(KBUILD_DIR) $(OUT_ARM64) $(ARM64_DIR) $(BOOT_TIMEOUT) \
+		$(PERF_ARM64)/build/perf
+
+# perf for arm64, cross-built and static, and make oracle-arm64: the
+# kernel's stacks on arm64 against perf's DWARF unwind of the same samples
+# (demo/run-oracle-arm64.sh).
+PERF_ARM64 := $(KBUILD_DIR)/perf-arm64
+perf-arm64: arm64-deps apply
+	@harness/build-perf.sh $(SRC) $(PERF_ARM64) $(KBUILD_DIR)/perf-sysroot
+
+oracle-arm64: kernel-arm64 arm64-root perf-arm64
+	@$(KMAKE_ARM64) headers_install INSTALL_HDR_PATH=$(OUT_ARM64)/usr >/dev/null
+	@UNWIND_USER_TOOLCHAINS=$(KBUILD_DIR)/toolchains \
+		demo/run-oracle-arm64.sh $(OUT_ARM64)/arch/arm64/boot/Image $(PERF_ARM64)/build/perf \
+		$(ARM64_DIR)/oracle $(BOOT_TIMEOUT) $(ARM64_DIR)/root $(OUT_ARM64)/usr/include
 
 # make bench-arm64: make bench's step and cold phases on the arm64 kernel
 # configured as make bench's (harness/configs/prod.config merged after the
@@ -236,7 +256,7 @@ kernel-arm64-prod: arm64-deps apply $(OUT_ARM64_PROD)/.config
 	$(KMAKE_ARM64_PROD) Image
 	@echo "kernel-arm64-prod: $(OUT_ARM64_PROD)/arch/arm64/boot/Image"
 
-bench-arm64: kernel-arm64-prod
+bench-arm64: kernel-arm64-prod arm64-root
 	@GUEST_ICOUNT=$(BENCH_ICOUNT) bench/run-bench-arm64.sh $(OUT_ARM64_PROD)/arch/arm64/boot/Image \
 		$(ARM64_DIR)/root/bin/busybox $(KBUILD_DIR)/bench-arm64 $(BOOT_TIMEOUT)
 

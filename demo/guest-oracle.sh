@@ -1,15 +1,23 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest side of `make oracle` (installed as /selftests/guest-oracle.sh, run
-# by /init in experiment mode with its output on ttyS1). Profiles three unmodified Debian
-# programs with perf record --call-graph dwarf --user-callchains: every
-# sample carries both the user stack the kernel unwound at sample time
-# (SFrame: the LD_AUDIT module registers every loaded object's section,
-# synthesized from its .eh_frame) and a copy of the stack, which perf
-# unwinds with DWARF (libdw). For each program it prints perf script's
-# output (kernel frames, then DWARF frames) and the raw callchains of perf
-# report -D (how many frames are the kernel's), gzip + base64
+# Guest side of `make oracle` and `make oracle-arm64` (installed as
+# /selftests/guest-oracle.sh, run by /init in experiment mode with its
+# output on ttyS1). Profiles programs with perf record --call-graph dwarf
+# --user-callchains: every sample carries both the user stack the kernel
+# unwound at sample time and a copy of the stack, which perf unwinds with
+# DWARF (libdw). ORACLE_SET (oracle.env) says which programs:
+#
+#   debian  three unmodified Debian programs; the LD_AUDIT module registers
+#           every loaded object's section, synthesized from its .eh_frame
+#   arm64   ORACLE_PROGRAMS: the demo workload built with --gsframe, static
+#           (one for each of the producers), and dynamic against Debian's arm64 libc,
+#           whose table (synthesized on the host) sframe-attach attached
+#           to the file first
+#
+# For each program it prints perf script's output (kernel frames, then
+# DWARF frames) and the raw callchains of perf report -D (how many frames
+# are the kernel's), gzip + base64
 # (harness/guest-lib.sh's guest_block), between markers for demo/oracle.py:
 #
 #   ### oracle-run NAME rc=R samples=N
@@ -18,6 +26,7 @@
 # shellcheck source=harness/guest-lib.sh
 . /selftests/guest-lib.sh
 ORACLE_FREQ=500
+ORACLE_SET=debian
 [ -f $D/oracle.env ] && . $D/oracle.env
 
 echo "### oracle-start $(uname -r) $(perf version 2>&1)"
@@ -39,7 +48,7 @@ profile() {
 	# these programs' C stacks are shallow (CPython 3.11 does not recurse
 	# in C for Python-to-Python calls). -N: no build-id cache.
 	perf record -e cpu-clock:u -F "$ORACLE_FREQ" --call-graph dwarf,16384 \
-		--user-callchains -N -o $name.data -- $audit "$@" >$name.out 2>$name.err
+		--user-callchains -N -o $name.data -- "$@" >$name.out 2>$name.err
 	rc=$?
 	perf script --ns --no-inline -i $name.data -F comm,tid,time,ip,sym,symoff,dso \
 		>$name.txt 2>$name.script-err
@@ -58,11 +67,21 @@ profile() {
 	rm -f $name.data $name.txt $name.raw
 }
 
-profile xz /usr/bin/xz -6 -T1 -k -f xz.in
-profile sqlite3 /usr/bin/sqlite3 :memory: \
+if [ "$ORACLE_SET" = arm64 ]; then
+	# The guest's libc and ld.so, and the sections the host made for them.
+	$D/sframe-attach /lib/aarch64-linux-gnu/libc.so.6 $D/sframe-cache/$LIBC_SECTION
+	$D/sframe-attach /lib/ld-linux-aarch64.so.1 $D/sframe-cache/$LDSO_SECTION
+	for p in $ORACLE_PROGRAMS; do
+		profile $p $D/$p "$ORACLE_SECONDS"
+	done
+	echo "### oracle-end"
+	exit 0
+fi
+profile xz $audit /usr/bin/xz -6 -T1 -k -f xz.in
+profile sqlite3 $audit /usr/bin/sqlite3 :memory: \
 	"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)
 	 SELECT count(*), sum(length(printf('%08x', x * 2654435761))) FROM c;"
-profile python3 /usr/bin/python3.11 -S -c "
+profile python3 $audit /usr/bin/python3.11 -S -c "
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 for _ in range(4):

@@ -11,8 +11,19 @@ matches a DWARF frame at the same depth when the addresses are equal, or
 for callers when the DWARF one is the return address minus one (libdw
 reports the call, the kernel the return address).
 
-Usage: python3 -m demo.oracle RESULTS_LOG OUTDIR   (from the top directory)
+Usage: python3 -m demo.oracle RESULTS_LOG OUTDIR [--min-equal PCT]
+       [--described PROGRAM=FDES]...
+(from the top directory). With --min-equal (make oracle-arm64, which
+measures no start-up), each program must have no wrong frame, and at
+least PCT % of its samples whose DWARF unwind is whole (not shorter than
+the kernel's) equal: an "oracle-check" line says so. --described gives
+the functions PROGRAM's own section describes (FDES: "start size" lines,
+hex and decimal, objdump --sframe's), for a static program whose C
+library has no section: a kernel stack that ends at a frame in code the
+section does not describe, where DWARF goes on, ends where the walk may
+not guess ("section_ends"), and counts with the equal ones.
 """
+import argparse
 import re
 import sys
 
@@ -86,6 +97,25 @@ def fmt(frames):
 
 
 KINDS = ("equal", "kernel_shorter", "dwarf_shorter", "differ", "unmatched")
+# make oracle-arm64's, with --described.
+ORACLE_KINDS = ("equal", "section_ends") + KINDS[1:]
+
+
+def read_fdes(path):
+    """[(start, end)] of an FDES file's functions."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            start, size = line.split()
+            out.append((int(start, 16), int(start, 16) + int(size)))
+    return out
+
+
+def described(fdes, i, addr):
+    """Is frame @i's @addr in a function of @fdes? A caller's return
+    address may be just past its function's end: the call is before it."""
+    a = addr - 1 if i > 0 else addr
+    return any(s <= a < e for s, e in fdes)
 
 
 def classify(frames, kern):
@@ -111,20 +141,34 @@ def classify(frames, kern):
     return what, k, d, bad
 
 
-def compare(name, script, raw, report):
+def dwarf_lost(frames, kern):
+    """@frames with DWARF's cut before its first frame in no object: an
+    address perf maps to nothing (arm64's vDSO has given 0x1) is where
+    DWARF's unwind went astray, not a frame to compare."""
+    if kern is None:
+        return frames
+    n = len(kern)
+    lost = next((i for i in range(n, len(frames)) if frames[i][2] == "[unknown]"), len(frames))
+    return frames[:lost]
+
+
+def compare(name, script, raw, report, fdes=None):
     chains = raw_chains(raw)
-    counts = dict.fromkeys(KINDS, 0)
+    counts = dict.fromkeys(ORACLE_KINDS, 0)
     examples, where = {}, {}
     n = 0
     for comm, tid, t, frames in script_samples(script):
         if comm in ("perf", "env"):
             continue
         n += 1
-        what, k, d, bad = classify(frames, chains.get((tid, t)))
+        kern = chains.get((tid, t))
+        what, k, d, bad = classify(dwarf_lost(frames, kern), kern)
+        if what == "kernel_shorter" and fdes is not None and not described(fdes, len(k) - 1, k[-1][0]):
+            what = "section_ends"
         counts[what] += 1
         if what == "unmatched":
             continue
-        if what != "equal":
+        if what not in ("equal", "section_ends"):
             # The object of the frame whose step the kernel got wrong or
             # ended at.
             at = (bad - 1) if bad else len(k) - 1
@@ -147,8 +191,28 @@ def compare(name, script, raw, report):
     return counts, n
 
 
+def check(name, counts, n, min_equal):
+    """Does @name meet --min-equal? Printed as an oracle-check line."""
+    whole = n - counts["unmatched"] - counts["dwarf_shorter"]
+    eq = 100.0 * (counts["equal"] + counts["section_ends"]) / max(whole, 1)
+    good = whole > 0 and counts["differ"] == 0 and eq >= min_equal
+    ends = (f" (of which {counts['section_ends']} end where the section ends)"
+            if counts["section_ends"] else "")
+    print(f"oracle-check {name} {'ok' if good else 'fail'} equal={eq:.1f}%{ends} "
+          f"wrong={counts['differ']} samples={whole} (of {n}; "
+          f"DWARF shorter {counts['dwarf_shorter']}, unmatched {counts['unmatched']})")
+    return good
+
+
 def main():
-    log, outdir = sys.argv[1], sys.argv[2]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("log")
+    ap.add_argument("outdir")
+    ap.add_argument("--min-equal", type=float)
+    ap.add_argument("--described", action="append", default=[], metavar="PROGRAM=FDES")
+    args = ap.parse_args()
+    fdes = {p: read_fdes(f) for p, f in (d.split("=", 1) for d in args.described)}
+    log, outdir = args.log, args.outdir
     data, runs, names = blocks(log)
     names = sorted(names, key=lambda n: ["xz", "sqlite3", "python3"].index(n)
                    if n in ("xz", "sqlite3", "python3") else 9)
@@ -161,8 +225,17 @@ def main():
                 print(f"{name}: missing output")
                 ok = False
                 continue
-            counts, n = compare(name, data[("script", name)], data[("raw", name)], report)
+            counts, n = compare(name, data[("script", name)], data[("raw", name)], report,
+                                fdes.get(name))
             ok &= n > 0
+            if args.min_equal is not None:
+                ok &= check(name, counts, n, args.min_equal)
+    if args.min_equal is not None:
+        if not names:
+            print("oracle: no program's output")
+            ok = False
+        print(f"oracle: examples of every kind that is not 'equal' in {outdir}/oracle-examples.txt")
+        return 0 if ok else 1
     starts = [guestlog.fields(r) for r in runs
               if r.startswith("### oracle-startup")]
     starts = [d for d in starts if d.get("plain_ms", "").isdigit() and d.get("audit_ms", "").isdigit()]

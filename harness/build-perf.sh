@@ -7,16 +7,55 @@
 # packages come from install-deps.sh.  Idempotent: a second run
 # only re-runs perf's own make, which does nothing when nothing changed.
 #
-# Usage: build-perf.sh KERNEL_SRC PERF_DIR
+# Usage: build-perf.sh KERNEL_SRC PERF_DIR [SYSROOT_DIR]
 #   The sources perf needs (its MANIFEST) are copied to PERF_DIR/src, so
 #   KERNEL_SRC is only read; objects go to PERF_DIR/build and the binary is
 #   PERF_DIR/build/perf.
+#   With SYSROOT_DIR: perf for arm64 (make oracle-arm64), cross-built and
+#   statically linked, for a guest whose root is a busybox initramfs. The
+#   arm64 libraries it links (elfutils' libelf and libdw, and what libdw.a
+#   needs: zlib, liblzma, libbz2, libzstd) are Debian's arm64 packages,
+#   downloaded (kept in SYSROOT_DIR/debs) and unpacked into SYSROOT_DIR,
+#   not installed.
 set -euo pipefail
-SRC=$1 PD=$2
+# Absolute: make runs in other directories, and perf's Makefile names its
+# output by the canonical path of O.
+SRC=$(readlink -f "$1") PD=$(readlink -m "$2") SR=${3:+$(readlink -m "$3")}
 JOBS=${JOBS:-$(nproc)}
 
 # perf's build dependencies are in the project's one list.
-"$(dirname "$0")/install-deps.sh" >/dev/null
+"$(dirname "$0")/install-deps.sh" ${SR:+arm64} >/dev/null
+
+CROSS=()
+if [ -n "$SR" ]; then
+	TRIPLET=aarch64-linux-gnu
+	DEBS=(
+		libelf-dev libelf1 libdw-dev libdw1 zlib1g-dev zlib1g
+		liblzma-dev liblzma5 libbz2-dev libbz2-1.0 libzstd-dev libzstd1
+	)
+	# Complete once its stamp names the packages it was unpacked from.
+	want="${DEBS[*]/%/:arm64}"
+	if [ "$(cat "$SR/.unpacked" 2>/dev/null)" != "$want" ]; then
+		rm -rf "$SR/debs" "$SR/usr" "$SR/lib"
+		mkdir -p "$SR/debs"
+		# shellcheck disable=SC2086 # one word per package
+		(cd "$SR/debs" && apt-get download -q $want)
+		for d in "$SR"/debs/*.deb; do dpkg-deb -x "$d" "$SR"; done
+		echo "$want" >"$SR/.unpacked"
+	fi
+	# EXTRA_CFLAGS and LDFLAGS reach perf's feature tests as well as its
+	# build. There is no aarch64-linux-gnu-pkg-config: Debian's, pointed
+	# at SYSROOT_DIR's .pc files only, answers for it (perf asks it
+	# libdw's version when linking statically).
+	export PKG_CONFIG_LIBDIR=$SR/usr/lib/$TRIPLET/pkgconfig:$SR/usr/share/pkgconfig
+	export PKG_CONFIG_SYSROOT_DIR=$SR
+	unset PKG_CONFIG_PATH
+	CROSS=(
+		ARCH=arm64 CROSS_COMPILE=$TRIPLET- PKG_CONFIG=pkg-config
+		EXTRA_CFLAGS="-isystem $SR/usr/include"
+		LDFLAGS="-static -L$SR/usr/lib/$TRIPLET"
+	)
+fi
 
 # Copy what perf's MANIFEST lists (what `make perf-tar-src-pkg` would pack);
 # rsync keeps timestamps, so an unchanged tree rebuilds nothing.
@@ -46,11 +85,30 @@ PERF_FLAGS=(
 	NO_LIBCRYPTO=1 NO_PERF_READ_VDSO32=1 NO_PERF_READ_VDSOX32=1
 	NO_DEMANGLE=1 WERROR=0
 )
-if ! make -C "$PD/src/tools/perf" O="$PD/build" -j"$JOBS" "${PERF_FLAGS[@]}" \
-	>"$PD/build.log" 2>&1; then
+# Only the perf binary: `all` also links the dlfilters, shared objects that
+# a static link cannot make.
+B=$PD/build
+if ! make -C "$PD/src/tools/perf" O="$B" -j"$JOBS" "${CROSS[@]}" "${PERF_FLAGS[@]}" \
+	"$B/perf" >"$PD/build.log" 2>&1; then
 	tail -40 "$PD/build.log" >&2
 	echo "build-perf: FAILED, log in $PD/build.log" >&2
 	exit 1
+fi
+if [ -n "$SR" ]; then
+	# No arm64 perf runs here: what perf's configuration detected (what
+	# perf version --build-options would report), and a static binary.
+	for f in CONFIG_LIBELF CONFIG_LIBDW CONFIG_LIBDW_DWARF_UNWIND; do
+		if ! grep -qx "$f=y" "$B/.config-detected"; then
+			echo "build-perf: ERROR: arm64 perf was built without $f (see $PD/build.log)" >&2
+			exit 1
+		fi
+	done
+	if ! file -b "$B/perf" | grep -q 'ARM aarch64.*statically linked'; then
+		echo "build-perf: ERROR: $B/perf is no static arm64 executable" >&2
+		exit 1
+	fi
+	echo "perf: $B/perf (arm64, static)"
+	exit 0
 fi
 for f in libelf libdw-dwarf-unwind; do
 	if ! "$PD/build/perf" version --build-options | grep -q " $f: \[ on"; then

@@ -224,11 +224,16 @@ def summary(suites):
 
 def main():
     if sys.argv[1] == "--guest":
-        # make check-arm64: its host checks (LOGS/host.log, ok/not ok lines)
-        # and its one guest, under LOGS/guest.
+        # make check-arm64: its host checks (LOGS/host.log, ok/not ok lines),
+        # its guest, under LOGS/guest, and make oracle-arm64's comparison
+        # (LOGS/oracle-check.log, its guest's logs in LOGS/../oracle/run).
         logs = sys.argv[2]
         host = read(os.path.join(logs, "host.log")) or ["not ok 1 no host.log"]
-        finish(logs, [flat_tap("host: sframe-synth on arm64 objects", host)] + guest(logs))
+        oracle = read(os.path.join(logs, "oracle-check.log")) or ["not ok 1 no oracle-check.log"]
+        finish(logs, [flat_tap("host: sframe-synth on arm64 objects", host)] + guest(logs)
+               + [flat_tap("oracle: kernel vs DWARF, per sample (perf, arm64)", oracle),
+                  clean_log("oracle guest: clean log",
+                            os.path.join(logs, "..", "oracle", "run", "console.log"))])
     logs = sys.argv[1]
     series = read(os.path.join(logs, "series.log")) or []
     perf = read(os.path.join(logs, "perf.log")) or ["not ok 1 no perf.log"]

@@ -29,6 +29,21 @@
 # order, still without FDE_SORTED, which the kernel accepts after checking
 # the order.
 #
+# PRODUCER_ARCH=arm64 builds the two binutils programs for arm64, with
+# Debian's aarch64-linux-gnu-gcc 12 and the aarch64 binutils of trixie
+# (V2) and sid (V3), checked the same way with their own dumpers; the
+# kselftest build there (binutils 2.40) has V1. No clang program: clang-22
+# makes no usable AArch64 SFrame. Its driver rejects --gsframe for all but
+# x86-64 ("unsupported option '-Wa,--gsframe' for target
+# 'aarch64-linux-gnu'"); forced (-Xclang --gsframe), its assembler writes
+# a header without FDEs. LLVM's MCSFrame.cpp has AArch64's FP and RA
+# swapped (FP 30, RA 29; DWARF's are x29, x30) and compares that RA with
+# each function's return column, which MC leaves unset (INT_MAX, x86's
+# value there) without .cfi_return_column: every function is dropped
+# ("non-default RA register in .cfi_return_column 2147483647"), those with
+# their CFA on x29 also for "canonical Frame Address not in stack- or
+# frame-pointer". Nor does it mark signed return addresses.
+#
 # `make selftests` runs this (through `make producers`) whenever one of
 # the sources changes, and copies the programs into the guest: nothing
 # prebuilt is committed. Needs what `make selftests` leaves in $KBUILD_DIR
@@ -36,23 +51,46 @@
 # clang-22 and lld-22 (harness/install-deps.sh) and the binutils of
 # rust/sframe/tests/corpus/toolchains.sh, fetched into
 # $UNWIND_USER_TOOLCHAINS (the Makefile keeps them in $KBUILD_DIR).
+# harness/check-arm64.sh runs it with PRODUCER_ARCH=arm64 every time, after
+# installing the arm64 uapi headers in build-arm64/usr/include.
 #
-# Usage: build.sh OUTDIR   (the programs and their MANIFEST)
+# Usage: [PRODUCER_ARCH=x86_64|arm64] build.sh OUTDIR
+#        (the programs and their MANIFEST)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 KBUILD_DIR=${KBUILD_DIR:-$HOME/.cache/unwind-user}
-HDR=$KBUILD_DIR/build/usr/include
+ARCH=${PRODUCER_ARCH:-x86_64}
+case $ARCH in
+x86_64) HDR=$KBUILD_DIR/build/usr/include FIRST="make selftests" ;;
+arm64) HDR=$KBUILD_DIR/build-arm64/usr/include FIRST="make check-arm64" ;;
+*) echo "build.sh: PRODUCER_ARCH=$ARCH: not x86_64 or arm64" >&2; exit 1 ;;
+esac
 KSELF=$KBUILD_DIR/src/tools/testing/selftests
 BIN=$1
 
 for f in "$HDR/linux/unwind_user.h" "$KSELF/kselftest_harness.h"; do
-	[ -f "$f" ] || { echo "build.sh: no $f (run make selftests first)" >&2; exit 1; }
+	[ -f "$f" ] || { echo "build.sh: no $f (run $FIRST first)" >&2; exit 1; }
 done
 TC=$("$REPO/rust/sframe/tests/corpus/toolchains.sh")
-TRIXIE=$TC/trixie/bin
-SID=$TC/sid/bin
+# The binutils (as, ld, objdump, readelf) of trixie and sid for ARCH; the
+# programs: name:SFrame version:producer.
+if [ "$ARCH" = x86_64 ]; then
+	TRIXIE=$TC/trixie/bin
+	SID=$TC/sid/bin
+	CC=gcc GCC="gcc 12"
+	PROGS=("sframe_unwind_v2_binutils244_test:V2:gcc 12 + as/ld 2.44"
+	       "sframe_unwind_v3_binutils247_test:V3:gcc 12 + as/ld 2.47.50"
+	       "sframe_unwind_v2_clang22_test:V2:clang-22 (integrated as) + ld.lld-22, one TU"
+	       "sframe_cxx_test:V1:g++ 12 + as/ld 2.40")
+else
+	TRIXIE=$TC/trixie/aarch64
+	SID=$TC/sid/aarch64
+	CC=aarch64-linux-gnu-gcc GCC="aarch64-linux-gnu-gcc 12"
+	PROGS=("sframe_unwind_v2_binutils244_test:V2:aarch64-linux-gnu-gcc 12 + as/ld 2.44"
+	       "sframe_unwind_v3_binutils247_test:V3:aarch64-linux-gnu-gcc 12 + as/ld 2.47.50")
+fi
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -65,6 +103,8 @@ cd "$WORK/selftests/unwind_user"
 
 # As the kselftest Makefile, without -g; no build id, no absolute paths.
 CFLAGS="-O2 -fomit-frame-pointer -Wall -pthread -isystem $HDR -ffile-prefix-map=$WORK=."
+# On arm64 with signed return addresses, as the kselftest build (its Makefile).
+[ "$ARCH" = x86_64 ] || CFLAGS+=" -mbranch-protection=standard"
 LDFLAGS="-static -no-pie -pthread -Wl,--build-id=none"
 SRCS="sframe_unwind_test.c unwind_user_test.c"
 
@@ -72,22 +112,24 @@ log() { echo "producers: $*" >&2; }
 rm -rf "$BIN"
 mkdir -p "$BIN"
 
-log "gcc 12 + binutils 2.44 (trixie)"
-gcc -B "$TRIXIE" $CFLAGS -Wa,--gsframe $SRCS $LDFLAGS -o "$BIN/sframe_unwind_v2_binutils244_test"
+log "$GCC + binutils 2.44 (trixie)"
+"$CC" -B "$TRIXIE" $CFLAGS -Wa,--gsframe $SRCS $LDFLAGS -o "$BIN/sframe_unwind_v2_binutils244_test"
 
-log "gcc 12 + binutils 2.47.50 (sid)"
-gcc -B "$SID" $CFLAGS -Wa,--gsframe $SRCS $LDFLAGS -o "$BIN/sframe_unwind_v3_binutils247_test"
+log "$GCC + binutils 2.47.50 (sid)"
+"$CC" -B "$SID" $CFLAGS -Wa,--gsframe $SRCS $LDFLAGS -o "$BIN/sframe_unwind_v3_binutils247_test"
 
-log "clang-22 + ld.lld-22, one translation unit"
-# -static alone: clang warns that -no-pie is unused when it compiles too.
-clang-22 $CFLAGS -Wa,--gsframe -Wa,--allow-experimental-sframe -fuse-ld=lld \
-	-mllvm -profile-guided-section-prefix=false \
-	sframe_unwind_one.c ${LDFLAGS/-no-pie /} -o "$BIN/sframe_unwind_v2_clang22_test"
+if [ "$ARCH" = x86_64 ]; then
+	log "clang-22 + ld.lld-22, one translation unit"
+	# -static alone: clang warns that -no-pie is unused when it compiles too.
+	clang-22 $CFLAGS -Wa,--gsframe -Wa,--allow-experimental-sframe -fuse-ld=lld \
+		-mllvm -profile-guided-section-prefix=false \
+		sframe_unwind_one.c ${LDFLAGS/-no-pie /} -o "$BIN/sframe_unwind_v2_clang22_test"
 
-log "g++ 12 + binutils 2.40 (C++)"
-gcc $CFLAGS -Wa,--gsframe -c unwind_user_test.c -o unwind_user_test.o
-g++ $CFLAGS -Wextra -Wa,--gsframe -c sframe_cxx_test.cc -o sframe_cxx_test.o
-g++ sframe_cxx_test.o unwind_user_test.o $LDFLAGS -o "$BIN/sframe_cxx_test"
+	log "g++ 12 + binutils 2.40 (C++)"
+	gcc $CFLAGS -Wa,--gsframe -c unwind_user_test.c -o unwind_user_test.o
+	g++ $CFLAGS -Wextra -Wa,--gsframe -c sframe_cxx_test.cc -o sframe_cxx_test.o
+	g++ sframe_cxx_test.o unwind_user_test.o $LDFLAGS -o "$BIN/sframe_cxx_test"
+fi
 
 # check NAME VERSION: the binary's own producer's dumper must see that SFrame
 # version, the GNU ld ones a PT_GNU_SFRAME segment, the ld.lld one none (its
@@ -146,32 +188,40 @@ fde_order() {
 }
 
 declare -A SFRAME
-for b in sframe_unwind_v2_binutils244_test:V2 sframe_unwind_v3_binutils247_test:V3 \
-	 sframe_unwind_v2_clang22_test:V2 sframe_cxx_test:V1; do
-	SFRAME[${b%:*}]=$(check "${b%:*}" "${b#*:}")
+for p in "${PROGS[@]}"; do
+	b=${p%%:*} v=${p#*:}
+	SFRAME[$b]=$(check "$b" "${v%%:*}")
 done
 
 {
-	echo "# Generated by harness/producers/build.sh. Static, non-PIE, -O2 -fomit-frame-pointer,"
-	echo "# .symtab kept, no debug info. Copied into the guest's /selftests by make selftests."
-	echo "# (sid's binutils move on: the V3 program follows them.)"
-	echo "gcc:           $(gcc --version | head -1)"
-	echo "g++:           $(g++ --version | head -1)"
-	echo "binutils 2.40: $(as --version | head -1); $(ld --version | head -1)"
-	echo "binutils 2.44: $("$TRIXIE/as" --version | head -1); $("$TRIXIE/ld" --version | head -1)"
-	echo "binutils 2.47: $("$SID/as" --version | head -1); $("$SID/ld" --version | head -1)"
-	echo "clang:         $(clang-22 --version | head -1)"
-	echo "lld:           $(ld.lld-22 --version | head -1)"
-	echo "dumpers:       objdump --sframe of the producer's binutils; llvm-readelf-22 --sframe"
-	echo "               (checked with objdump 2.47.50) for clang"
+	if [ "$ARCH" = arm64 ]; then
+		echo "# Generated by harness/producers/build.sh (PRODUCER_ARCH=arm64). Static, non-PIE,"
+		echo "# -O2 -fomit-frame-pointer, .symtab kept, no debug info. Copied into the arm64"
+		echo "# guest's /selftests by make check-arm64. No clang program (see build.sh)."
+		echo "# (sid's binutils move on: the V3 program follows them.)"
+		echo "gcc:           $("$CC" --version | head -1)"
+		echo "binutils 2.44: $("$TRIXIE/as" --version | head -1); $("$TRIXIE/ld" --version | head -1)"
+		echo "binutils 2.47: $("$SID/as" --version | head -1); $("$SID/ld" --version | head -1)"
+		echo "dumpers:       objdump --sframe of the producer's aarch64 binutils"
+	else
+		echo "# Generated by harness/producers/build.sh. Static, non-PIE, -O2 -fomit-frame-pointer,"
+		echo "# .symtab kept, no debug info. Copied into the guest's /selftests by make selftests."
+		echo "# (sid's binutils move on: the V3 program follows them.)"
+		echo "gcc:           $(gcc --version | head -1)"
+		echo "g++:           $(g++ --version | head -1)"
+		echo "binutils 2.40: $(as --version | head -1); $(ld --version | head -1)"
+		echo "binutils 2.44: $("$TRIXIE/as" --version | head -1); $("$TRIXIE/ld" --version | head -1)"
+		echo "binutils 2.47: $("$SID/as" --version | head -1); $("$SID/ld" --version | head -1)"
+		echo "clang:         $(clang-22 --version | head -1)"
+		echo "lld:           $(ld.lld-22 --version | head -1)"
+		echo "dumpers:       objdump --sframe of the producer's binutils; llvm-readelf-22 --sframe"
+		echo "               (checked with objdump 2.47.50) for clang"
+	fi
 	echo
 	echo "# binary | producer | SFrame version; header flags; segment; FDE order | bytes | sha256"
-	for n in sframe_unwind_v2_binutils244_test:"gcc 12 + as/ld 2.44" \
-		 sframe_unwind_v3_binutils247_test:"gcc 12 + as/ld 2.47.50" \
-		 sframe_unwind_v2_clang22_test:"clang-22 (integrated as) + ld.lld-22, one TU" \
-		 sframe_cxx_test:"g++ 12 + as/ld 2.40"; do
-		b=${n%%:*}
-		echo "$b | ${n#*:} | ${SFRAME[$b]} | $(stat -c %s "$BIN/$b") | $(sha256sum "$BIN/$b" | cut -d' ' -f1)"
+	for p in "${PROGS[@]}"; do
+		b=${p%%:*} v=${p#*:}
+		echo "$b | ${v#*:} | ${SFRAME[$b]} | $(stat -c %s "$BIN/$b") | $(sha256sum "$BIN/$b" | cut -d' ' -f1)"
 	done
 } >"$BIN/MANIFEST.new"
 mv "$BIN/MANIFEST.new" "$BIN/MANIFEST"
