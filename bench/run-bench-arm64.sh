@@ -12,8 +12,7 @@
 # programs, and the step and cold figures are what is compared.
 #
 # Usage: run-bench-arm64.sh IMAGE BUSYBOX OUTDIR TIMEOUT
-#   BUSYBOX: Debian's static arm64 busybox (make check-arm64 unpacks one);
-#   downloaded into OUTDIR if it is not there.
+#   BUSYBOX: Debian's static arm64 busybox (harness/arm64-root.sh's).
 #   OUTDIR gets build/, guest/, run/ and report.txt, as make bench's.
 # Environment: BENCH_ENV, more lines for the guest's bench.env.
 set -euo pipefail
@@ -24,13 +23,6 @@ CC=aarch64-linux-gnu-gcc
 . "$HERE/../harness/experiment.sh"
 
 experiment_begin bench "$OUT"
-if [ ! -x "$BUSYBOX" ]; then
-	rm -rf "$OUT/busybox-deb"
-	mkdir -p "$OUT/busybox-deb"
-	(cd "$OUT/busybox-deb" && apt-get download -q busybox-static:arm64)
-	dpkg-deb -x "$OUT"/busybox-deb/*.deb "$OUT/busybox-deb/root"
-	BUSYBOX=$OUT/busybox-deb/root/bin/busybox
-fi
 
 echo "bench-arm64: building unwind_bench with $CC in $OUT/build"
 make -s -C "$HERE" O="$OUT/build" CC="$CC" "$OUT/build/unwind_bench"
