@@ -46,8 +46,10 @@ CC=aarch64-linux-gnu-gcc
 experiment_begin oracle "$OUT"
 TC=$("$REPO/rust/sframe/tests/corpus/toolchains.sh")
 make -s -C "$HERE" O="$G" CC=$CC all static
-# static PROGRAM BINUTILS_DIR: the static program by those binutils.
+# static PROGRAM BINUTILS_DIR: the static program by those binutils,
+# built anew (the demo's Makefile does not know which binutils built it).
 static() {
+	rm -rf "$OUT/build-$1"
 	make -s -C "$HERE" O="$OUT/build-$1" CC="$CC -B $2" static
 	cp "$OUT/build-$1/imgdemo-static" "$G/$1"
 }
