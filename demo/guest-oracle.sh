@@ -38,8 +38,6 @@ echo Y >/sys/module/kernel/parameters/unwind_user_nmi_sframe
 trap '' PIPE
 
 audit="env LD_AUDIT=$D/unwind_user_audit.so UNWIND_USER_SFRAME_CACHE=$D/sframe-cache UNWIND_USER_AUDIT_DEBUG=1"
-# An input for xz: perf itself, 2 MiB of it.
-head -c 2097152 $D/perf >xz.in
 
 profile() {
 	name=$1
@@ -77,6 +75,8 @@ if [ "$ORACLE_SET" = arm64 ]; then
 	echo "### oracle-end"
 	exit 0
 fi
+# An input for xz: perf itself, 2 MiB of it.
+head -c 2097152 $D/perf >xz.in
 profile xz $audit /usr/bin/xz -6 -T1 -k -f xz.in
 profile sqlite3 $audit /usr/bin/sqlite3 :memory: \
 	"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000)

@@ -234,8 +234,14 @@ def main():
         if not names:
             print("oracle: no program's output")
             ok = False
-        print(f"oracle: examples of every kind that is not 'equal' in {outdir}/oracle-examples.txt")
-        return 0 if ok else 1
+    else:
+        ok &= startup(runs)
+    print(f"oracle: examples of every kind that is not 'equal' in {outdir}/oracle-examples.txt")
+    return 0 if ok else 1
+
+
+def startup(runs):
+    """Print curl's start-up figures; False if they were not measured."""
     starts = [guestlog.fields(r) for r in runs
               if r.startswith("### oracle-startup")]
     starts = [d for d in starts if d.get("plain_ms", "").isdigit() and d.get("audit_ms", "").isdigit()]
@@ -252,11 +258,9 @@ def main():
             empty_ms = sum(empty) / runs_n
             print(f"  of which registering the sections: {audit - empty_ms:.1f} ms "
                   f"(the module with an empty cache: {empty_ms:.1f} ms a start)")
-    else:
-        print("start-up: not measured")
-        ok = False
-    print(f"oracle: examples of every kind that is not 'equal' in {outdir}/oracle-examples.txt")
-    return 0 if ok else 1
+        return True
+    print("start-up: not measured")
+    return False
 
 
 if __name__ == "__main__":

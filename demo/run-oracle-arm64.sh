@@ -66,10 +66,11 @@ fdes() {
 # Each function of the workload must be described: stacks that end at
 # one the assembler left out would pass as ending where the section ends.
 described() {
-	local sym addr start size found
+	local sym addr start size found syms
+	syms=$(aarch64-linux-gnu-nm "$G/$1")
 	for sym in main run_jobs process_image apply_filters compute_stats histogram \
 		filter_image filter_pass filter_row convolve_pixel; do
-		addr=$(aarch64-linux-gnu-nm "$G/$1" | awk -v s="$sym" '$3 == s { print $1 }')
+		addr=$(awk -v s="$sym" '$3 == s { print $1 }' <<<"$syms")
 		found=
 		while read -r start size; do
 			if ((16#$addr >= 16#$start && 16#$addr < 16#$start + size)); then

@@ -110,6 +110,19 @@ def flat_tap(name, lines):
     return s
 
 
+def verdicts(name, lines, tag):
+    """A suite of the "TAG PROGRAM ok|fail DETAILS" lines of a report (make
+    oracle-arm64's oracle-check lines); failed if it has none."""
+    s = Suite(name)
+    for l in lines:
+        f = l.split(None, 3)
+        if len(f) >= 3 and f[0] == tag:
+            s.add(f[2] == "ok", note=f"{f[1]}: {f[3] if len(f) > 3 else ''}")
+    if not s.passed + s.failed:
+        s.add(False, note=f"no {tag} line")
+    return s
+
+
 def kunit(console):
     """KTAP from the kernel log: suite results at depth 0, their cases at depth 1."""
     suites, cur = [], None
@@ -226,12 +239,13 @@ def main():
     if sys.argv[1] == "--guest":
         # make check-arm64: its host checks (LOGS/host.log, ok/not ok lines),
         # its guest, under LOGS/guest, and make oracle-arm64's comparison
-        # (LOGS/oracle-check.log, its guest's logs in LOGS/../oracle/run).
+        # (LOGS/oracle.log, its guest's logs in LOGS/../oracle/run).
         logs = sys.argv[2]
         host = read(os.path.join(logs, "host.log")) or ["not ok 1 no host.log"]
-        oracle = read(os.path.join(logs, "oracle-check.log")) or ["not ok 1 no oracle-check.log"]
+        oracle = read(os.path.join(logs, "oracle.log")) or []
         finish(logs, [flat_tap("host: sframe-synth on arm64 objects", host)] + guest(logs)
-               + [flat_tap("oracle: kernel vs DWARF, per sample (perf, arm64)", oracle),
+               + [verdicts("oracle: kernel vs DWARF, per sample (perf, arm64)", oracle,
+                           "oracle-check"),
                   clean_log("oracle guest: clean log",
                             os.path.join(logs, "..", "oracle", "run", "console.log"))])
     logs = sys.argv[1]
