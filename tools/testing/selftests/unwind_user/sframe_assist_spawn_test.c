@@ -20,6 +20,12 @@
  *   tools that know nothing of the assist records), beside one with
  *   defer_assist whose unwinds are answered: the old event sees at most one
  *   PERF_RECORD_CALLCHAIN_DEFERRED per cookie, none of them an answer.
+ * - restart: a child opted in, whose handler has no SA_RESTART, sits in
+ *   poll() over many entries (kernel time, sampled: its deferred unwinds
+ *   run on its way out of the kernel) while it is stopped and continued
+ *   again and again, each time restarting the poll(): it must never see
+ *   EINTR, and some of its deferred unwinds must have run with the
+ *   restart pending (records that did not ask for an answer).
  *
  * arm64: the kernel refuses to opt in (UNWIND_USER_ASSIST_ENABLE gives
  * EOPNOTSUPP), and every test here skips; sframe_assist_test checks the
@@ -33,9 +39,11 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -667,6 +675,154 @@ TEST_F_TIMEOUT(assist, old_consumer, 60)
 	/* And the old consumer saw none of it. */
 	EXPECT_EQ(0, old.assisted);
 	EXPECT_LE(most, 1);
+}
+
+/*
+ * poll() entries: each pass over them keeps the child in the kernel long
+ * enough for samples to land there, and each sample there asks for a
+ * deferred unwind that runs when the child leaves the kernel, stopped.
+ */
+#define RESTART_FDS	20000
+#define RESTART_STOPS	50
+
+/* What a child that polled through the stops saw, in its poll() loop. */
+struct restart_report {
+	int nfds, eintr, errors, signals;
+	unsigned long deferred, pending;
+};
+
+/*
+ * The child: opted in, with a handler without SA_RESTART, and sampled in
+ * the kernel too, it polls RESTART_FDS entries of @go (readable once the
+ * parent is done) with @timeout_ms, reports on @out and exits.
+ */
+static void __attribute__((noreturn)) restart_child(int go, int out, int timeout_ms)
+{
+	struct sigaction sa = {
+		.sa_sigaction = on_assist,
+		.sa_flags = SA_SIGINFO,
+	};
+	struct restart_report r = { .nfds = RESTART_FDS };
+	struct counts before = { .pid = getpid() }, c;
+	struct pollfd *fds;
+	struct sampler s;
+	struct rlimit rl;
+	int ret, i;
+
+	/* poll() takes no more entries than RLIMIT_NOFILE; root may raise it. */
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		_exit(2);
+	if (rl.rlim_max < (rlim_t)r.nfds) {
+		struct rlimit want = { r.nfds, r.nfds };
+
+		if (!setrlimit(RLIMIT_NOFILE, &want))
+			rl = want;
+		else
+			r.nfds = rl.rlim_max;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	fds = calloc(r.nfds, sizeof(*fds));
+	if (setrlimit(RLIMIT_NOFILE, &rl) || !fds)
+		_exit(2);
+	for (i = 0; i < r.nfds; i++)
+		fds[i] = (struct pollfd){ .fd = go, .events = POLLIN };
+
+	if (sigaction(assist_sig(), &sa, NULL) || assist_enable(assist_sig()))
+		_exit(3);
+	/* Every 1 ms: fewer records than the ring holds while nobody reads it. */
+	if (sampler_open(&s, FREQ / 5, false, true))
+		_exit(4);
+	sampler_enable(&s, true);
+	sampler_drain(&s, &before);
+	c = before;
+	for (;;) {
+		ret = poll(fds, r.nfds, timeout_ms);
+		if (ret > 0)
+			break;
+		if (ret < 0 && errno == EINTR) {
+			r.eintr++;
+		} else {
+			r.errors++;
+			break;
+		}
+	}
+	sampler_enable(&s, false);
+	sampler_drain(&s, &c);
+	r.deferred = c.deferred - before.deferred;
+	r.pending = c.pending - before.pending;
+	r.signals = count(&nr_signals);
+	_exit(write(out, &r, sizeof(r)) == sizeof(r) ? 0 : 5);
+}
+
+/*
+ * Stop and continue a restart_child() polling with @timeout_ms
+ * RESTART_STOPS times, then let it go: 0 and its report, or -1.
+ */
+static int restart_run(int timeout_ms, struct restart_report *r, int *stops)
+{
+	int go[2], out[2], status = 0;
+	ssize_t n = 0;
+	pid_t pid;
+
+	if (pipe(go))
+		return -1;
+	if (pipe(out)) {
+		close(go[0]);
+		close(go[1]);
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(go[1]);
+		close(out[0]);
+		restart_child(go[0], out[1], timeout_ms);
+	}
+	close(go[0]);
+	close(out[1]);
+	for (*stops = 0; pid > 0 && *stops < RESTART_STOPS; ++*stops) {
+		/* Time to pass over the entries again, in the kernel. */
+		usleep(20000);
+		if (kill(pid, SIGSTOP) || waitpid(pid, &status, WUNTRACED) != pid ||
+		    !WIFSTOPPED(status))
+			break;
+		if (kill(pid, SIGCONT) || waitpid(pid, &status, WCONTINUED) != pid ||
+		    !WIFCONTINUED(status))
+			break;
+	}
+	if (write(go[1], "", 1) == 1)
+		n = read(out[0], r, sizeof(*r));
+	close(go[1]);
+	close(out[0]);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (n != sizeof(*r) || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("# the polling child: status %#x, %zd bytes of report\n",
+		       status, n);
+		return -1;
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(assist, restart, 120)
+{
+	/* poll() restarts with ERESTARTNOHAND, or with a timeout through
+	 * restart_syscall() (ERESTART_RESTARTBLOCK). */
+	static const int timeouts[] = { -1, 3600 * 1000 };
+	struct restart_report r;
+	int i, stops;
+
+	for (i = 0; i < ARRAY_SIZE(timeouts); i++) {
+		ASSERT_EQ(0, restart_run(timeouts[i], &r, &stops));
+		printf("# poll() of %d entries, timeout %d ms, stopped and continued %d times: %d EINTR, %d other errors\n",
+		       r.nfds, timeouts[i], stops, r.eintr, r.errors);
+		printf("#   in it: %lu deferred records, %lu asked for an answer, %lu not; %d requests handled in all\n",
+		       r.deferred, r.pending, r.deferred - r.pending, r.signals);
+		EXPECT_EQ(RESTART_STOPS, stops);
+		EXPECT_EQ(0, r.eintr);
+		EXPECT_EQ(0, r.errors);
+		/* The unwinds ran with the restart pending: the case happened. */
+		EXPECT_GT(r.deferred - r.pending, 0);
+	}
 }
 
 int main(int argc, char **argv)
