@@ -124,12 +124,6 @@ pub(crate) fn enable(ptr: c_ulong, size: c_ulong) -> Result {
     if unsafe { bindings::in_compat_syscall() } {
         return Err(eopnotsupp());
     }
-    // arm64 sets a system call's restart up before get_signal() runs the
-    // deferred unwind's task work, which then cannot tell that a restart
-    // is pending: its signal would turn the restart into EINTR.
-    if cfg!(target_arch = "aarch64") && assist.is_some() {
-        return Err(eopnotsupp());
-    }
     with_word(|w| w.store(assist.map_or(0, Assist::word), Relaxed));
     Ok(())
 }

@@ -4,7 +4,9 @@
 
 #ifdef CONFIG_UNWIND_USER
 
+#include <linux/uaccess.h>
 #include <asm/compiler.h>
+#include <asm/insn.h>
 #include <asm/ptrace.h>
 
 static inline int unwind_user_word_size(struct pt_regs *regs)
@@ -32,6 +34,25 @@ static inline unsigned long unwind_user_ra_reg(struct pt_regs *regs)
 	return regs->regs[30];
 }
 #define unwind_user_ra_reg unwind_user_ra_reg
+
+/*
+ * arch_do_signal_or_restart() sets a system call's restart up before
+ * get_signal() runs task work: it forgets the system call, puts x0 back
+ * and moves the PC back onto the SVC. A PC at an SVC is the sign; it is
+ * also where an interrupt taken just before an SVC returns to, and a PC
+ * that cannot be read is taken alike: both only cost the caller something
+ * it could have done.
+ */
+static inline bool unwind_user_restart_set_up(struct pt_regs *regs)
+{
+	u32 insn;
+
+	if (compat_user_mode(regs) ||
+	    get_user(insn, (u32 __user *)instruction_pointer(regs)))
+		return true;
+	return aarch64_insn_is_svc(le32_to_cpu(insn));
+}
+#define unwind_user_restart_set_up unwind_user_restart_set_up
 
 #endif /* CONFIG_UNWIND_USER */
 

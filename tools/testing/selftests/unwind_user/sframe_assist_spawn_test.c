@@ -25,11 +25,8 @@
  *   run on its way out of the kernel) while it is stopped and continued
  *   again and again, each time restarting the poll(): it must never see
  *   EINTR, and some of its deferred unwinds must have run with the
- *   restart pending (records that did not ask for an answer).
- *
- * arm64: the kernel refuses to opt in (UNWIND_USER_ASSIST_ENABLE gives
- * EOPNOTSUPP), and every test here skips; sframe_assist_test checks the
- * refusal.
+ *   restart pending (records that did not ask for an answer). x86 sets a
+ *   restart up after the unwind's task work runs, arm64 before.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -412,9 +409,6 @@ FIXTURE_SETUP(assist)
 		.sa_flags = SA_SIGINFO | SA_RESTART,
 	};
 
-#ifdef __aarch64__
-	SKIP(return, "arm64: user-assisted unwinding is refused (UNWIND_USER_ASSIST_ENABLE gives EOPNOTSUPP: its signal would turn a pending system call restart into EINTR)");
-#endif
 	answer[0] = (uintptr_t)spin_for;
 	answer[1] = (uintptr_t)spawn_one;
 	memset(&self->c, 0, sizeof(self->c));

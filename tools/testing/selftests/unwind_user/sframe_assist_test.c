@@ -12,12 +12,6 @@
  * address, another thread's cookie, none asked) gets its documented errno
  * and brings no record; a process that did not opt in, or has no handler
  * for the signal, is not signalled.
- *
- * arm64: the kernel refuses to opt in (EOPNOTSUPP for any signal, once the
- * arguments are checked; signal 0, off, is taken): arm64 sets a system
- * call's restart up before the deferred unwind's task work runs, and the
- * signal would turn the restart into EINTR. The tests that need it on skip;
- * assist_refused_on_arm64 checks the refusal.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -42,17 +36,6 @@
 #define ASSIST_SIG	SIGUSR1
 #define MAX_ENTRIES	16
 #define TIMEOUT_MS	100
-
-#ifdef __aarch64__
-/* UNWIND_USER_ASSIST_ENABLE with valid arguments and a signal. */
-#define ENABLE_RET	(-EOPNOTSUPP)
-/* In a test that needs the process opted in, before anything else. */
-#define SKIP_IF_REFUSED() \
-	SKIP(return, "arm64: user-assisted unwinding is refused (UNWIND_USER_ASSIST_ENABLE gives EOPNOTSUPP: its signal would turn a pending system call restart into EINTR)")
-#else
-#define ENABLE_RET	0
-#define SKIP_IF_REFUSED() do { } while (0)
-#endif
 
 /* The interpreter: a function is a list of instructions. */
 enum op { OP_SPIN, OP_CALL, OP_RET, OP_LOOP };
@@ -372,7 +355,6 @@ TEST(assist_names_in_order)
 {
 	int in_vm = 0, right = 0, missing = 0, native = 0, shown = 0;
 
-	SKIP_IF_REFUSED();
 	setup();
 	ASSERT_EQ(0, run_assisted(M_ANSWER, 3.0));
 
@@ -414,7 +396,6 @@ TEST(assist_names_in_order)
 
 TEST(assist_refused_answers)
 {
-	SKIP_IF_REFUSED();
 	setup();
 	ASSERT_EQ(0, run_assisted(M_REFUSALS, 0.5));
 	ASSERT_EQ(4, nr_errs);
@@ -429,7 +410,6 @@ TEST(assist_refused_answers)
 
 TEST(assist_late_answer)
 {
-	SKIP_IF_REFUSED();
 	setup();
 	ASSERT_EQ(0, run_assisted(M_LATE, 0.5));
 	ASSERT_EQ(2, nr_errs);
@@ -451,7 +431,6 @@ TEST(assist_other_thread_and_unasked)
 	pthread_t t;
 	void *r;
 
-	SKIP_IF_REFUSED();
 	setup();
 	/* Not opted in: nothing can be pending. */
 	EXPECT_EQ(-ENOENT, submit(1, &e, 1));
@@ -486,7 +465,6 @@ TEST(assist_cost)
 	int sigs = 0, n = 2000;
 	double t;
 
-	SKIP_IF_REFUSED();
 	setup();
 	for (int i = 0; i < 4; i++) {
 		bool on = i % 2;
@@ -523,7 +501,6 @@ TEST(assist_cost)
  */
 TEST(assist_submit_fail_nth)
 {
-	SKIP_IF_REFUSED();
 	setup();
 	if (getuid() || fault_injection_setup() || fail_nth_open())
 		SKIP(return, "no fault injection (root, CONFIG_FAULT_INJECTION_DEBUG_FS, CONFIG_FAILSLAB)");
@@ -548,8 +525,8 @@ TEST(assist_enable_errors)
 	EXPECT_EQ(-EINVAL, assist_enable(SIGTSTP, MAX_ENTRIES, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(SIGCONT, MAX_ENTRIES, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(SIGCHLD, MAX_ENTRIES, TIMEOUT_MS));
-	EXPECT_EQ(ENABLE_RET, assist_enable(SIGUSR2, MAX_ENTRIES, TIMEOUT_MS));
-	EXPECT_EQ(ENABLE_RET, assist_enable(SIGRTMAX, MAX_ENTRIES, TIMEOUT_MS));
+	EXPECT_EQ(0, assist_enable(SIGUSR2, MAX_ENTRIES, TIMEOUT_MS));
+	EXPECT_EQ(0, assist_enable(SIGRTMAX, MAX_ENTRIES, TIMEOUT_MS));
 	EXPECT_EQ(0, assist_enable(0, MAX_ENTRIES, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(ASSIST_SIG, 0, TIMEOUT_MS));
 	EXPECT_EQ(-EINVAL, assist_enable(ASSIST_SIG,
@@ -573,10 +550,7 @@ TEST(assist_enable_errors)
 	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_ASSIST_SUBMIT, 0, 8, 0));
 }
 
-/*
- * A child: sampled with @enable (refused on arm64: then sampled as it is),
- * with or without a handler.
- */
+/* A child: sampled with @enable, with or without a handler. */
 static int child_run(bool enable, bool handler)
 {
 	pid_t pid = fork();
@@ -587,7 +561,7 @@ static int child_run(bool enable, bool handler)
 		if (!handler)
 			signal(ASSIST_SIG, SIG_DFL);
 		if (enable &&
-		    assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS) != ENABLE_RET)
+		    assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS) != 0)
 			_exit(2);
 		run_sampled(0.5);
 		/* Not signalled, and no record asks for an answer. */
@@ -603,56 +577,8 @@ TEST(assist_not_asked)
 {
 	/* Not opted in: as before. */
 	EXPECT_EQ(0, child_run(false, true));
-	/*
-	 * Opted in with the signal's default action: not killed, not asked
-	 * (arm64: the opt-in refused).
-	 */
+	/* Opted in with the signal's default action: not killed, not asked. */
 	EXPECT_EQ(0, child_run(true, false));
 }
-
-#ifdef __aarch64__
-/*
- * arm64: opting in is refused with EOPNOTSUPP, after the arguments are
- * checked (a wrong one still gives its own errno); opting out is taken.
- * The refusal leaves the process as it was: not opted in, so nothing can
- * be pending, and a sampled run with a handler is never signalled.
- */
-TEST(assist_refused_on_arm64)
-{
-	struct unwind_user_assist a = { ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS, 0 };
-	uint64_t e;
-
-	setup();
-	e = fn_addr(F_MAIN);
-	EXPECT_EQ(-EOPNOTSUPP, assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS));
-	EXPECT_EQ(-EOPNOTSUPP, assist_enable(SIGUSR2, 1, 1));
-	EXPECT_EQ(-EOPNOTSUPP, assist_enable(SIGRTMIN,
-					     UNWIND_USER_ASSIST_MAX_ENTRIES,
-					     UNWIND_USER_ASSIST_MAX_TIMEOUT_MS));
-	EXPECT_EQ(0, assist_enable(0, 0, 0));
-	EXPECT_EQ(0, assist_enable(0, MAX_ENTRIES, TIMEOUT_MS));
-	/* The arguments are checked first. */
-	EXPECT_EQ(-EINVAL, assist_enable(SIGKILL, MAX_ENTRIES, TIMEOUT_MS));
-	EXPECT_EQ(-EINVAL, assist_enable(SIGCHLD, MAX_ENTRIES, TIMEOUT_MS));
-	EXPECT_EQ(-EINVAL, assist_enable(ASSIST_SIG, 0, TIMEOUT_MS));
-	EXPECT_EQ(-EINVAL, assist_enable(ASSIST_SIG, MAX_ENTRIES, 0));
-	a.flags = 1;
-	EXPECT_EQ(-EINVAL, unwind_prctl(UNWIND_USER_ASSIST_ENABLE,
-					(unsigned long)&a, sizeof(a), 0));
-	a.flags = 0;
-	EXPECT_EQ(-EFAULT, unwind_prctl(UNWIND_USER_ASSIST_ENABLE, 8,
-					sizeof(a), 0));
-	/* Refused, then sampled: not opted in. */
-	EXPECT_EQ(-EOPNOTSUPP, assist_enable(ASSIST_SIG, MAX_ENTRIES, TIMEOUT_MS));
-	EXPECT_EQ(-ENOENT, submit(1, &e, 1));
-	run_sampled(0.5);
-	printf("# refused: %u stacks sampled, %d signals, %d records asking for an answer\n",
-	       stacks.nr, signals, count_misc(PERF_RECORD_MISC_CALLCHAIN_ASSIST_PENDING));
-	EXPECT_GT(stacks.nr, 0);
-	EXPECT_EQ(0, signals);
-	EXPECT_EQ(0, count_misc(PERF_RECORD_MISC_CALLCHAIN_ASSIST_PENDING));
-	EXPECT_EQ(-ENOENT, submit(1, &e, 1));
-}
-#endif
 
 TEST_HARNESS_MAIN
