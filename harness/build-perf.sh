@@ -16,25 +16,54 @@
 #   arm64 libraries it links (elfutils' libelf and libdw, and what libdw.a
 #   needs: zlib, liblzma, libbz2, libzstd) are Debian's arm64 packages,
 #   downloaded (kept in SYSROOT_DIR/debs) and unpacked into SYSROOT_DIR,
-#   not installed.
+#   not installed. elfutils is trixie-backports' (0.196): libdw strips a
+#   signed return address's authentication code in 0.192 (Debian 12's
+#   0.188 leaves DW_CFA_AARCH64_negate_ra_state as "not handled yet"),
+#   and trixie's own 0.192 cannot link statically (its libelf.a lacks
+#   eu_search_tree_init and the like). Those libraries
+#   are built against trixie's glibc 2.41 (__isoc23_strtol, from 2.38):
+#   perf links trixie's libc.a and start files too, while it compiles
+#   against the cross compiler's glibc 2.36 headers, whose interfaces
+#   2.41 keeps.
+#
+# perf's source gets harness/perf-libdw-pac-mask.patch: on arm64, perf
+# gives libdw the running CPU's pointer authentication mask.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
 # Absolute: make runs in other directories, and perf's Makefile names its
 # output by the canonical path of O.
 SRC=$(readlink -f "$1") PD=$(readlink -m "$2") SR=${3:+$(readlink -m "$3")}
 JOBS=${JOBS:-$(nproc)}
 
 # perf's build dependencies are in the project's one list.
-"$(dirname "$0")/install-deps.sh" ${SR:+arm64} >/dev/null
+"$HERE/install-deps.sh" ${SR:+arm64} >/dev/null
 
 CROSS=()
+# Everything optional is off except libelf/libdw (symbolization, --call-graph
+# dwarf).  BUILD_BPF_SKEL=0 and NO_LIBBPF: the guest kernel has no BPF.
+PERF_FLAGS=(
+	NO_LIBTRACEEVENT=1 NO_LIBPYTHON=1 NO_LIBPERL=1 NO_JVMTI=1 NO_LIBBPF=1
+	BUILD_BPF_SKEL=0 NO_LIBUNWIND=1 NO_LIBNUMA=1 NO_SLANG=1 NO_GTK2=1
+	NO_LIBBABELTRACE=1 NO_BABELTRACE2=1 NO_LIBCAP=1 NO_LIBPFM4=1
+	NO_LIBDEBUGINFOD=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_CLANG=1 NO_LZMA=1
+	NO_SDT=1 NO_JEVENTS=1 NO_RUST=1 NO_SHELLCHECK=1
+	NO_LIBCRYPTO=1 NO_PERF_READ_VDSO32=1 NO_PERF_READ_VDSOX32=1
+	NO_DEMANGLE=1 WERROR=0
+)
 if [ -n "$SR" ]; then
 	TRIPLET=aarch64-linux-gnu
+	# PACKAGE/SUITE. The apt sources of trixie are toolchains.sh's, those
+	# of trixie-backports fetch-kernel.sh's (make apply runs it first).
+	"$HERE/../rust/sframe/tests/corpus/toolchains.sh" >/dev/null
 	DEBS=(
-		libelf-dev libelf1 libdw-dev libdw1 zlib1g-dev zlib1g
-		liblzma-dev liblzma5 libbz2-dev libbz2-1.0 libzstd-dev libzstd1
+		libelf-dev/trixie-backports libelf1t64/trixie-backports
+		libdw-dev/trixie-backports libdw1t64/trixie-backports
+		libc6-dev/trixie libc6/trixie zlib1g-dev/trixie zlib1g/trixie
+		liblzma-dev/trixie liblzma5/trixie libbz2-dev/trixie libbz2-1.0/trixie
+		libzstd-dev/trixie libzstd1/trixie
 	)
 	# Complete once its stamp names the packages it was unpacked from.
-	want="${DEBS[*]/%/:arm64}"
+	want="${DEBS[*]/\//:arm64/}"
 	if [ "$(cat "$SR/.unpacked" 2>/dev/null)" != "$want" ]; then
 		rm -rf "$SR/debs" "$SR/usr" "$SR/lib"
 		mkdir -p "$SR/debs"
@@ -46,25 +75,44 @@ if [ -n "$SR" ]; then
 	# EXTRA_CFLAGS and LDFLAGS reach perf's feature tests as well as its
 	# build. There is no aarch64-linux-gnu-pkg-config: Debian's, pointed
 	# at SYSROOT_DIR's .pc files only, answers for it (perf asks it
-	# libdw's version when linking statically).
+	# libdw's version when linking statically). --sysroot: the headers
+	# the cross compiler lacks (elfutils', zlib's, ...) come from
+	# SYSROOT_DIR, after its own glibc ones, and not from the host's
+	# /usr/include, which it reads without; the paths in trixie's libm.a,
+	# a linker script, are in SYSROOT_DIR. -B and -L: trixie's crt1.o and
+	# the like, and its libc.a, before the cross compiler's.
 	export PKG_CONFIG_LIBDIR=$SR/usr/lib/$TRIPLET/pkgconfig:$SR/usr/share/pkgconfig
 	export PKG_CONFIG_SYSROOT_DIR=$SR
 	unset PKG_CONFIG_PATH
 	CROSS=(
 		ARCH=arm64 CROSS_COMPILE=$TRIPLET- PKG_CONFIG=pkg-config
-		EXTRA_CFLAGS="-isystem $SR/usr/include"
-		LDFLAGS="-static -L$SR/usr/lib/$TRIPLET"
+		EXTRA_CFLAGS="--sysroot=$SR"
+		LDFLAGS="-static --sysroot=$SR -B$SR/usr/lib/$TRIPLET/ -L$SR/usr/lib/$TRIPLET"
 	)
+	# Not NO_LIBZSTD: trixie's libelf decompresses zstd, and perf then
+	# needs -lzstd (its Makefile refuses NO_LIBZSTD).
+else
+	PERF_FLAGS+=(NO_LIBZSTD=1)
 fi
 
 # Copy what perf's MANIFEST lists (what `make perf-tar-src-pkg` would pack);
 # rsync keeps timestamps, so an unchanged tree rebuilds nothing.
+# The file our patch changes is left out, and rewritten only when the
+# patched text differs.
+PATCHED=tools/perf/util/unwind-libdw.c
 mkdir -p "$PD/src" "$PD/build"
 (
 	cd "$SRC"
 	# shellcheck disable=SC2046 # globs in MANIFEST are meant to expand
-	rsync -a --relative $(sed -e '/^#/d' -e '/^$/d' tools/perf/MANIFEST) "$PD/src/"
+	rsync -a --relative --exclude="/$PATCHED" \
+		$(sed -e '/^#/d' -e '/^$/d' tools/perf/MANIFEST) "$PD/src/"
 )
+patch -s -o "$PD/src/$PATCHED.new" "$SRC/$PATCHED" "$HERE/perf-libdw-pac-mask.patch"
+if cmp -s "$PD/src/$PATCHED.new" "$PD/src/$PATCHED"; then
+	rm "$PD/src/$PATCHED.new"
+else
+	mv "$PD/src/$PATCHED.new" "$PD/src/$PATCHED"
+fi
 # The copy is no git tree and has no top Makefile: give perf its version the
 # way perf's own source tarball does.
 kv=$(awk '/^VERSION =/{v=$3} /^PATCHLEVEL =/{p=$3} /^SUBLEVEL =/{s=$3}
@@ -74,17 +122,6 @@ vf="#define PERF_VERSION \"$kv${cid:+.g$cid}\""
 [ "$(cat "$PD/src/PERF-VERSION-FILE" 2>/dev/null)" = "$vf" ] ||
 	echo "$vf" >"$PD/src/PERF-VERSION-FILE"
 
-# Everything optional is off except libelf/libdw (symbolization, --call-graph
-# dwarf).  BUILD_BPF_SKEL=0 and NO_LIBBPF: the guest kernel has no BPF.
-PERF_FLAGS=(
-	NO_LIBTRACEEVENT=1 NO_LIBPYTHON=1 NO_LIBPERL=1 NO_JVMTI=1 NO_LIBBPF=1
-	BUILD_BPF_SKEL=0 NO_LIBUNWIND=1 NO_LIBNUMA=1 NO_SLANG=1 NO_GTK2=1
-	NO_LIBBABELTRACE=1 NO_BABELTRACE2=1 NO_LIBCAP=1 NO_LIBPFM4=1
-	NO_LIBDEBUGINFOD=1 NO_CAPSTONE=1 NO_LIBLLVM=1 NO_CLANG=1 NO_LZMA=1
-	NO_LIBZSTD=1 NO_SDT=1 NO_JEVENTS=1 NO_RUST=1 NO_SHELLCHECK=1
-	NO_LIBCRYPTO=1 NO_PERF_READ_VDSO32=1 NO_PERF_READ_VDSOX32=1
-	NO_DEMANGLE=1 WERROR=0
-)
 # Only the perf binary: `all` also links the dlfilters, shared objects that
 # a static link cannot make.
 B=$PD/build
