@@ -42,15 +42,17 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=harness/experiment.sh
 . "$HERE/../harness/experiment.sh"
 CC=aarch64-linux-gnu-gcc
+# The workload signs its return addresses (paciasp, .cfi_negate_ra_state).
+PAC=-mbranch-protection=standard
 
 experiment_begin oracle "$OUT"
 TC=$("$REPO/rust/sframe/tests/corpus/toolchains.sh")
-make -s -C "$HERE" O="$G" CC=$CC all static
+make -s -C "$HERE" O="$G" CC="$CC $PAC" all static
 # static PROGRAM BINUTILS_DIR: the static program by those binutils,
 # built anew (the demo's Makefile does not know which binutils built it).
 static() {
 	rm -rf "$OUT/build-$1"
-	make -s -C "$HERE" O="$OUT/build-$1" CC="$CC -B $2" static
+	make -s -C "$HERE" O="$OUT/build-$1" CC="$CC $PAC -B $2" static
 	cp "$OUT/build-$1/imgdemo-static" "$G/$1"
 }
 static imgdemo-static-v2 "$TC/trixie/aarch64"
@@ -63,13 +65,16 @@ fdes() {
 		>"$OUT/$1.fdes"
 	[ -s "$OUT/$1.fdes" ] || { echo "oracle-arm64: $2 lists no function of $1" >&2; exit 1; }
 }
+# The workload's functions, in imgdemo and in libfilter.so; convolve_pixel
+# is a leaf.
+OURS=(main run_jobs process_image apply_filters compute_stats histogram)
+LIBFILTER=(filter_image filter_pass filter_row)
 # Each function of the workload must be described: stacks that end at
 # one the assembler left out would pass as ending where the section ends.
 described() {
 	local sym addr start size found syms
 	syms=$(aarch64-linux-gnu-nm "$G/$1")
-	for sym in main run_jobs process_image apply_filters compute_stats histogram \
-		filter_image filter_pass filter_row convolve_pixel; do
+	for sym in "${OURS[@]}" "${LIBFILTER[@]}" convolve_pixel; do
 		addr=$(awk -v s="$sym" '$3 == s { print $1 }' <<<"$syms")
 		found=
 		while read -r start size; do
@@ -80,11 +85,23 @@ described() {
 		[ -n "$found" ] || { echo "oracle-arm64: $1's section leaves out $sym" >&2; exit 1; }
 	done
 }
+# signs PROGRAM FUNCTION...: each FUNCTION signs its return address (a
+# leaf saves none).
+signs() {
+	local sym
+	for sym in "${@:2}"; do
+		[[ $(aarch64-linux-gnu-objdump -d --disassemble="$sym" "$G/$1") == *paciasp* ]] ||
+			{ echo "oracle-arm64: $1's $sym signs no return address" >&2; exit 1; }
+	done
+}
 for p in imgdemo-static:aarch64-linux-gnu-objdump imgdemo-static-v2:"$TC/trixie/aarch64/objdump" \
 	imgdemo-static-v3:"$TC/sid/aarch64/objdump"; do
 	fdes "${p%%:*}" "${p#*:}"
 	described "${p%%:*}"
+	signs "${p%%:*}" "${OURS[@]}" "${LIBFILTER[@]}"
 done
+signs imgdemo "${OURS[@]}"
+signs libfilter.so "${LIBFILTER[@]}"
 $CC -O2 -Wall -Wextra -isystem "$KHDR" -o "$G/sframe-attach" "$HERE/sframe-attach.c"
 # perf's DWARF unwind reads the programs' .eh_frame; the guest needs no
 # debug info.
