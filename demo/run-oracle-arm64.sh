@@ -3,7 +3,8 @@
 #
 # make oracle-arm64: the kernel's user stacks on arm64 against perf's DWARF
 # unwind of the same samples, as make oracle on x86. The demo workload,
-# built by Debian's cross compiler with --gsframe and no frame pointers:
+# built by Debian's cross compiler with --gsframe, no frame pointers and
+# signed return addresses (-mbranch-protection=standard):
 #
 #   imgdemo-static     static, SFrame V1 (binutils 2.40)
 #   imgdemo-static-v2  static, SFrame V2 (trixie's binutils 2.44)
@@ -23,12 +24,14 @@
 # no wrong frame, 99 % of the samples whose DWARF unwind is whole equal).
 # The staging, the boot and the report are harness/experiment.sh's.
 #
-# No return address is signed (no -mbranch-protection; Debian 12's libc
-# has none either): perf's DWARF unwind (libdw 0.188, elfutils' own as of
-# 2024 too) does not strip a signature off a return address, and goes
-# astray at the first signed one, so it is no oracle for such a frame.
-# The selftests check the kernel's walk through signed ones instead
-# (make check-arm64 builds them all with -mbranch-protection=standard).
+# Every non-leaf function of the workload signs its return address
+# (checked here: paciasp). perf's DWARF unwind strips the signatures:
+# make perf-arm64 links elfutils 0.196's libdw, which does given the
+# mask, and harness/perf-libdw-pac-mask.patch gives it the guest CPU's
+# (Debian 12's libdw 0.188 did not, and went astray at the first signed
+# return address). The C libraries are Debian 12's, which sign none: the
+# dynamic program's libc frames, and the static ones' libc.a code, which
+# their stacks end at anyway.
 #
 # Usage: run-oracle-arm64.sh IMAGE PERF_BINARY OUTDIR TIMEOUT ROOT KHDR
 #   ROOT: Debian's arm64 busybox and libraries, unpacked (make
